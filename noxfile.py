@@ -1,0 +1,62 @@
+"""Sessions: `nox -s tests`, `nox -s lint`, `nox -s stage1|stage2|stage3 -- [ROOT ...] [options]`.
+
+A bare `nox` runs lint and tests.  nox builds each session's virtualenv itself, so a
+machine needs only Python and nox.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.needs_version = ">=2024.3.2"
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+
+
+def install(session: nox.Session, *groups: str) -> None:
+    """Install the project (editable: a reused env never runs stale code) and dependency groups."""
+    session.install("-e", ".")
+    for group in groups:
+        session.install(*nox.project.dependency_groups(PYPROJECT, group))
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The whole suite; `nox -s tests -- --stage stage3 -k redirect` narrows it."""
+    install(session, "test")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint and format check) and mypy --strict on shared/."""
+    install(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+
+
+def run_stage(session: nox.Session, package: str) -> None:
+    """Install the project and run one stage's command line with the session's arguments."""
+    install(session)
+    session.run("python", "-m", package, *session.posargs)
+
+
+@nox.session
+def stage1(session: nox.Session) -> None:
+    """Crawl with stage 1 (callbacks). No args: the built-in test site."""
+    run_stage(session, "stage1_callbacks")
+
+
+@nox.session
+def stage2(session: nox.Session) -> None:
+    """Crawl with stage 2 (generator coroutines). No args: the built-in test site."""
+    run_stage(session, "stage2_generators")
+
+
+@nox.session
+def stage3(session: nox.Session) -> None:
+    """Crawl with stage 3 (asyncio and aiohttp). No args: the built-in test site."""
+    run_stage(session, "stage3_asyncio")

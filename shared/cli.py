@@ -1,0 +1,124 @@
+"""The one command line of every stage, so the three crawlers cannot drift apart.
+
+``python -m STAGE [ROOT ...] [options]``; with no ROOT the stage crawls the built-in
+test site.  Exit status: 0 when the crawl finished (HTTP errors are data, not
+failures), 2 on a usage error, 130 after Ctrl-C, with the partial report and JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import re
+import sys
+from collections.abc import Callable, Iterator, Sequence
+
+from shared.crawling import Options, root_url
+from shared.report import CrawlResult, report, write_json
+
+Crawl = Callable[[Sequence[str], Options], CrawlResult]
+
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    """Return the argument parser every stage uses."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Crawl a web site and report every URL it finds.",
+        epilog="With no ROOT, the built-in test site is started and crawled.",
+    )
+    parser.add_argument("roots", nargs="*", metavar="ROOT", help="URL to start from")
+    parser.add_argument("--max-tasks", type=int, default=10, help="fetches in flight (10)")
+    parser.add_argument("--max-redirect", type=int, default=10, help="redirects per path (10)")
+    parser.add_argument("--max-tries", type=int, default=4, help="tries per URL (4)")
+    parser.add_argument("--exclude", metavar="REGEX", help="skip URLs matching this")
+    scope = parser.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--strict",
+        dest="strict",
+        action="store_true",
+        default=True,
+        help="only the roots' hosts and their www. twins (default)",
+    )
+    scope.add_argument(
+        "--lenient",
+        dest="strict",
+        action="store_false",
+        help="any host with the same last two labels",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, metavar="S", help="seconds per request (10)"
+    )
+    parser.add_argument("--max-pages", type=int, metavar="N", help="fetch at most N URLs")
+    parser.add_argument("--json", metavar="PATH", help="write the result as JSON ('-': stdout)")
+    loud = parser.add_mutually_exclusive_group()
+    loud.add_argument("-v", "--verbose", action="count", default=0, help="more log (-vv: debug)")
+    loud.add_argument("-q", "--quiet", action="store_true", help="no progress, errors only")
+    return parser
+
+
+def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, Options]:
+    """Parse a command line into its namespace and the crawl's Options.
+
+    A bad value ends the program with a usage message and exit status 2.
+    """
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    try:
+        for root in args.roots:
+            root_url(root)
+        options = Options(
+            max_tasks=args.max_tasks,
+            max_redirect=args.max_redirect,
+            max_tries=args.max_tries,
+            exclude=args.exclude,
+            strict=args.strict,
+            timeout=args.timeout,
+            max_pages=args.max_pages,
+            progress=not args.quiet and sys.stderr.isatty(),
+        )
+        if args.exclude:
+            re.compile(args.exclude)
+    except re.error as exc:
+        parser.error(f"--exclude is not a valid regular expression: {exc}")
+    except ValueError as exc:
+        parser.error(str(exc))
+    return args, options
+
+
+def configure_logging(verbose: int, quiet: bool) -> None:
+    """Map -v/-q to log levels: warnings by default, -v info, -vv debug, -q errors only."""
+    levels = [logging.WARNING, logging.INFO, logging.DEBUG]
+    level = logging.ERROR if quiet else levels[min(verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+@contextlib.contextmanager
+def roots_or_test_site(roots: list[str]) -> Iterator[list[str]]:
+    """Yield the roots to crawl; with none, serve the built-in test site and yield its URL."""
+    if roots:
+        yield roots
+        return
+    from shared.testsite import Site, serve  # only a crawl of the built-in site needs aiohttp.web
+
+    with serve(Site()) as base_url:
+        print(f"crawling the built-in test site at {base_url}", file=sys.stderr)
+        yield [base_url]
+
+
+def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
+    """Run a stage's ``crawl`` from the command line; return the exit status."""
+    args, options = parse_args(f"python -m {stage}", argv)
+    configure_logging(args.verbose, args.quiet)
+    with roots_or_test_site(args.roots) as roots:
+        result = crawl(roots, options)
+    # With --json -, stdout carries the JSON alone, so the report moves to stderr.
+    report(result, sys.stderr if args.json == "-" else sys.stdout)
+    if args.json == "-":
+        write_json(result, sys.stdout)
+    elif args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            write_json(result, out)
+    return EXIT_INTERRUPTED if result.interrupted else EXIT_OK

@@ -1,0 +1,197 @@
+"""The part of a crawler that does not depend on the concurrency style.
+
+Each stage's ``Crawler`` subclasses :class:`BaseCrawler` and adds only what the
+chapter is about: how to wait for many sockets at once (``crawl``, ``work``,
+``fetch``).  What a response means, which links to follow, how redirects coalesce,
+how many pages may be fetched and what is recorded live here, written once, so the
+three stages cannot drift apart and ``diff`` between them shows only the mechanism.
+
+None of this needs a lock, in any stage: all three run one thread, and a crawler is
+only interrupted where it waits (a callback returning, a ``yield from``, an ``await``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from shared.links import parse_links
+from shared.report import CrawlResult, FetchStatistic, Progress
+from shared.responses import (
+    MAX_BODY,
+    Response,
+    content_type,
+    decode_body,
+    is_parsed,
+    is_redirect,
+    redirect_target,
+)
+from shared.urls import UrlRules, normalize
+
+LOGGER = logging.getLogger("crawler")
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The crawl's settings, the same for every stage (see shared/cli.py for the flags)."""
+
+    max_tasks: int = 10
+    max_redirect: int = 10
+    max_tries: int = 4
+    exclude: str | None = None
+    strict: bool = True
+    timeout: float = 10.0
+    max_pages: int | None = None
+    progress: bool = False
+
+    def __post_init__(self) -> None:
+        """Reject settings no crawl can run with, saying what to use instead."""
+        for name, low in (("max_tasks", 1), ("max_redirect", 0), ("max_tries", 1)):
+            if getattr(self, name) < low:
+                raise ValueError(f"{name} must be >= {low} (got {getattr(self, name)})")
+        if self.timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds (got {self.timeout})")
+        if self.max_pages is not None and self.max_pages < 1:
+            raise ValueError(f"max_pages must be >= 1 (got {self.max_pages})")
+
+
+def root_url(root: str) -> str:
+    """Return a root as a normalised URL, adding http:// when it has no scheme.
+
+    Raises ValueError naming the root when it is not an http(s) URL.
+    """
+    url = normalize(root if "://" in root else "http://" + root)
+    if url is None:
+        raise ValueError(f"not an http(s) URL: {root!r}")
+    return url
+
+
+def describe(exc: BaseException) -> str:
+    """Return an error message for a record: the exception's type and text."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class BaseCrawler:
+    """Bookkeeping shared by every stage: seen URLs, records, the page budget.
+
+    A stage takes ``(url, redirects left)`` pairs from its queue, calls
+    :meth:`begin`, fetches, then reports the outcome with :meth:`record_response`
+    (which returns the pairs to queue next) or :meth:`record_failure`.
+    """
+
+    stage: ClassVar[str] = "base"
+
+    def __init__(self, roots: Sequence[str], options: Options | None = None) -> None:
+        """Prepare a crawl of ``roots`` (URLs, or host names that get http://)."""
+        self.options = options = options or Options()
+        self.max_tasks = options.max_tasks
+        self.max_redirect = options.max_redirect
+        self.max_tries = options.max_tries
+        self.roots = list(dict.fromkeys(root_url(root) for root in roots))
+        self.rules = UrlRules(self.roots, strict=options.strict, exclude=options.exclude)
+        self.seen_urls: set[str] = set(self.roots)
+        self.done: list[FetchStatistic] = []
+        self.in_flight: dict[str, float] = {}  # url -> when its fetch began
+        self.requested = 0  # URLs claimed by begin(), for --max-pages
+        self.timeline: list[tuple[str, float, float]] = []
+        self.progress = Progress(sys.stderr) if options.progress else None
+        self.t0 = time.monotonic()
+
+    def now(self) -> float:
+        """Seconds since the crawl began."""
+        return time.monotonic() - self.t0
+
+    def start_items(self) -> list[tuple[str, int]]:
+        """The first ``(url, redirects left)`` pairs to queue: the roots."""
+        return [(root, self.max_redirect) for root in self.roots]
+
+    def begin(self, url: str) -> bool:
+        """Claim a URL for fetching; False when --max-pages is spent (it is then skipped)."""
+        if self.options.max_pages is not None and self.requested >= self.options.max_pages:
+            LOGGER.debug("skipping %r: --max-pages reached", url)
+            return False
+        self.requested += 1
+        self.in_flight[url] = self.now()
+        return True
+
+    def record(self, stat: FetchStatistic) -> None:
+        """Keep a finished URL's record and its place on the timeline."""
+        end = self.now()
+        self.timeline.append((stat.url, self.in_flight.pop(stat.url, end), end))
+        self.done.append(stat)
+        if self.progress is not None:
+            queued = len(self.seen_urls) - len(self.done) - len(self.in_flight)
+            self.progress.update(end, len(self.done), max(queued, 0), len(self.in_flight))
+
+    def retrying(self, url: str, tries: int, exc: BaseException) -> None:
+        """Note a failed try that will be tried again (or given up by the caller)."""
+        LOGGER.info("try %d for %r raised %s", tries, url, describe(exc))
+
+    def record_failure(self, url: str, tries: int, exc: BaseException) -> None:
+        """Record a URL for which no complete response came back."""
+        LOGGER.error("%r failed after %d tries: %s", url, tries, describe(exc))
+        self.record(FetchStatistic(url, error=describe(exc), tries=tries))
+
+    def parse_links(self, url: str, text: str) -> set[str]:
+        """Return the links of a page that this crawl may follow."""
+        return {link for link in parse_links(url, text) if self.rules.allowed(link)}
+
+    def record_response(
+        self, url: str, max_redirect: int, response: Response, tries: int
+    ) -> list[tuple[str, int]]:
+        """Record a complete response and return the ``(url, redirects left)`` pairs to queue.
+
+        Redirects are followed by the crawler itself, as in the chapter, so that paths
+        which join on one target fetch it once ("redirect coalescing").  Only 200
+        responses of a parsed type are read for links.
+        """
+        media_type, charset = content_type(response)
+        stat = FetchStatistic(url, response.status, content_type=media_type, tries=tries)
+        if response.too_large:
+            self.record(replace(stat, error=f"body larger than {MAX_BODY} bytes"))
+            return []
+        stat = replace(stat, size=len(response.body))
+        if is_redirect(response.status):
+            next_url = redirect_target(url, response)
+            self.record(replace(stat, next_url=next_url))
+            if next_url is None or max_redirect <= 0 or not self.rules.allowed(next_url):
+                return []
+            if next_url in self.seen_urls:
+                return []  # We have been down this path before: coalesce.
+            LOGGER.info("redirect to %r from %r", next_url, url)
+            self.seen_urls.add(next_url)
+            return [(next_url, max_redirect - 1)]
+        if response.status != 200 or not is_parsed(media_type):
+            self.record(stat)
+            return []
+        text, encoding = decode_body(response.body, charset)
+        links = self.parse_links(url, text)
+        new = links - self.seen_urls
+        self.seen_urls.update(new)
+        self.record(replace(stat, encoding=encoding, num_urls=len(links), num_new_urls=len(new)))
+        return [(link, self.max_redirect) for link in sorted(new)]
+
+    def result(self, *, interrupted: bool = False) -> CrawlResult:
+        """Return the crawl's result; after Ctrl-C, URLs still in flight are recorded too."""
+        if self.progress is not None:
+            self.progress.close()
+        fetches = list(self.done)
+        if interrupted:
+            fetches += [
+                FetchStatistic(url, error="interrupted before the response", tries=1)
+                for url in self.in_flight
+            ]
+        return CrawlResult(
+            stage=self.stage,
+            roots=self.roots,
+            fetches=fetches,
+            elapsed_s=self.now(),
+            interrupted=interrupted,
+            max_tasks=self.max_tasks,
+            timeline=list(self.timeline),
+        )

@@ -1,0 +1,286 @@
+"""HTTP/1.1 for the client side, without any I/O: request bytes out, response bytes in.
+
+Stages 1 and 2 own their non-blocking sockets and must not block, so this module never
+touches a socket.  A crawler sends :func:`request_bytes`, feeds whatever ``recv()``
+returns to a :class:`ResponseParser`, and stops reading as soon as ``feed`` says the
+response is complete.  Keeping the protocol apart from the I/O is what lets a callback
+crawler and a generator crawler share it, and lets the tests drive it with plain bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from shared import USER_AGENT
+from shared.responses import MAX_BODY, Response
+from shared.urls import DEFAULT_PORTS
+
+#: A header block longer than this is refused: a real server never needs it, and
+#: without a cap a hostile peer could make us buffer forever.
+MAX_HEAD = 64 * 1024
+#: The same idea for a chunk-size line.
+MAX_LINE = 1024
+
+# The blank line that ends the header block; bare LF is tolerated as well as CRLF.
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_STATUS_LINE = re.compile(r"HTTP/1\.\d ([1-9]\d\d)(?: .*)?")
+_HEX = re.compile(rb"[0-9a-fA-F]+")  # stricter than int(x, 16), which allows "0x", "+" and "_"
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class WireError(Exception):
+    """The peer sent something that is not a valid, complete HTTP response."""
+
+
+def address(url: str) -> tuple[str, int]:
+    """Return the (host, port) to connect to for an http(s) URL.
+
+    Default ports are 80 and 443; IPv6 brackets are stripped.  Raises ValueError for
+    anything that is not an absolute http(s) URL.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"not an absolute http(s) URL: {url!r}")
+    port = parts.port  # raises ValueError for a bad port
+    return parts.hostname, DEFAULT_PORTS[parts.scheme] if port is None else port
+
+
+def request_bytes(url: str, user_agent: str = USER_AGENT) -> bytes:
+    """Return the GET request for an absolute, already-normalised http(s) URL.
+
+    The request target is the path (plus "?" and the query), the Host header carries
+    the port only when it is not the default one, and ``Connection: close`` lets the
+    end of the connection mark the end of a body with no length.  The URL must be
+    ASCII (it is percent-quoted already); otherwise UnicodeEncodeError is raised.
+    """
+    host, port = address(url)
+    parts = urlsplit(url)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 literal needs its brackets back in the Host header
+    if port != DEFAULT_PORTS[parts.scheme]:
+        host = f"{host}:{port}"
+    if any(c in user_agent for c in "\r\n"):
+        raise ValueError("line break in the User-Agent would forge extra headers")
+    lines = [
+        f"GET {target} HTTP/1.1",
+        f"Host: {host}",
+        f"User-Agent: {user_agent}",
+        "Accept: */*",
+        "Accept-Encoding: identity",  # we have no decompressor, so ask for none
+        "Connection: close",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
+
+
+def _parse_head(head: str) -> tuple[int, dict[str, str]]:
+    """Parse a status line and header lines into the status and lower-cased headers.
+
+    A repeated header's values are joined with ", ", as HTTP allows for list headers.
+    """
+    status_line, *header_lines = [line.rstrip("\r") for line in head.split("\n")]
+    match = _STATUS_LINE.fullmatch(status_line)
+    if match is None:
+        raise WireError(f"not an HTTP/1.x status line: {status_line[:40]!r}")
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        name, colon, value = line.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if not colon or not name:
+            raise WireError(f"malformed header line: {line[:40]!r}")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return int(match.group(1)), headers
+
+
+def _content_length(value: str) -> int:
+    """Parse Content-Length; identical repeated values (joined with ", ") are allowed."""
+    values = {v.strip() for v in value.split(",")}
+    if len(values) != 1 or not _DIGITS.fullmatch(length := values.pop()):
+        raise WireError(f"invalid Content-Length: {value[:40]!r}")
+    return int(length)
+
+
+class ResponseParser:
+    """Feed it the bytes as they arrive; it says when the response is complete.
+
+    The parser is a small state machine.  ``_state`` names what it waits for:
+    "head" (the header block), "length" (the rest of a Content-Length body), "close"
+    (body bytes until the peer closes), "size", "data" and "crlf" (the parts of a
+    chunk), and finally "done".  After a WireError the parser must be discarded.
+    """
+
+    def __init__(self, max_body: int = MAX_BODY) -> None:
+        """Make a parser that gives up on bodies longer than ``max_body`` bytes."""
+        self._max_body = max_body
+        self._buffer = bytearray()  # received but not yet consumed
+        self._searched = 0  # bytes of the buffer already searched for the end of the head
+        self._state = "head"
+        self._status = 0
+        self._headers: dict[str, str] = {}
+        self._body = bytearray()  # grows in place: no O(n^2) re-joining of pieces
+        self._remaining = 0  # bytes left of the Content-Length body or of the current chunk
+        self._too_large = False
+
+    @property
+    def done(self) -> bool:
+        """True once the whole response (or as much as we want of it) has arrived."""
+        return self._state == "done"
+
+    def feed(self, data: bytes) -> bool:
+        """Take newly received bytes; return True once the response is complete.
+
+        Raises WireError on a malformed status line, header or chunk framing.  Data
+        fed after completion is ignored.
+        """
+        if not self.done:
+            self._buffer += data
+            self._advance()
+        if self.done:
+            self._buffer.clear()  # anything after the response is of no use to us
+        return self.done
+
+    def feed_eof(self) -> bool:
+        """Tell the parser the peer closed the connection; return True if complete.
+
+        Closing is how a body without Content-Length or chunking ends.  Anywhere else it
+        means the response was cut short, and WireError is raised.
+        """
+        if self._state == "close":
+            self._state = "done"
+        if self.done:
+            return True
+        if self._state == "head":
+            missing = "headers incomplete" if self._buffer else "nothing received"
+        elif self._state == "length":
+            missing = f"{self._remaining} bytes of the body missing"
+        else:
+            missing = "chunked body unfinished"
+        raise WireError(f"connection closed before the response was complete: {missing}")
+
+    def response(self) -> Response:
+        """Return the complete response; RuntimeError if it has not all arrived yet."""
+        if not self.done:
+            raise RuntimeError("the response is not complete yet")
+        return Response(
+            status=self._status,
+            headers=dict(self._headers),
+            body=bytes(self._body),
+            too_large=self._too_large,
+        )
+
+    def _advance(self) -> None:
+        """Run the steps for the current state until one needs bytes we do not have."""
+        steps = {
+            "head": self._read_head,
+            "length": self._read_body,
+            "close": self._read_body,
+            "data": self._read_body,
+            "size": self._read_chunk_size,
+            "crlf": self._read_chunk_end,
+        }
+        while not self.done and steps[self._state]():
+            pass
+
+    def _read_head(self) -> bool:
+        """Parse the header block once its blank line has arrived, and pick the framing."""
+        # A peer that is not speaking HTTP is caught at once, not after 64 KiB or a timeout.
+        if not b"HTTP/".startswith(self._buffer[:5]):
+            raise WireError(f"not an HTTP/1.x status line: {bytes(self._buffer[:40])!r}")
+        # Only new bytes are searched (3 bytes back, in case the blank line was split).
+        end = _HEAD_END.search(self._buffer, max(0, self._searched - 3), MAX_HEAD + 4)
+        if end is None:
+            if len(self._buffer) >= MAX_HEAD + 4:
+                raise WireError(f"header block longer than {MAX_HEAD} bytes")
+            self._searched = len(self._buffer)
+            return False
+        # Header bytes are Latin-1 by tradition; decoding that way never fails.
+        self._status, self._headers = _parse_head(self._buffer[: end.start()].decode("latin-1"))
+        del self._buffer[: end.end()]
+        self._searched = 0
+        self._start_body()
+        return True
+
+    def _start_body(self) -> None:
+        """Choose how the body is framed (RFC 9112, section 6.3) from status and headers."""
+        headers = self._headers
+        if self._status < 200:
+            self._state = "head"  # an interim response, such as 100 Continue: the real one follows
+        elif self._status in (204, 304):
+            self._state = "done"  # these never have a body
+        elif "transfer-encoding" in headers:
+            # Chunked must be the last coding; otherwise the body runs until the close.
+            last = headers["transfer-encoding"].rsplit(",", 1)[-1].strip().lower()
+            self._state = "size" if last == "chunked" else "close"
+        elif "content-length" in headers:
+            self._remaining = _content_length(headers["content-length"])
+            if self._remaining > self._max_body:
+                self._give_up()  # no point waiting for bytes we would throw away
+            else:
+                self._state = "length" if self._remaining else "done"
+        else:
+            self._state = "close"
+
+    def _read_body(self) -> bool:
+        """Move body bytes from the buffer: all of them, or up to the end of the length or chunk."""
+        if not self._buffer:
+            return False
+        if self._state == "close":
+            take = len(self._buffer)
+            if len(self._body) + take > self._max_body:
+                return self._give_up()
+        else:
+            take = min(self._remaining, len(self._buffer))
+            self._remaining -= take
+            if self._remaining == 0:
+                self._state = "crlf" if self._state == "data" else "done"
+        self._body += self._buffer[:take]
+        del self._buffer[:take]  # cheap: CPython drops bytes from a bytearray's front in place
+        return True
+
+    def _read_chunk_size(self) -> bool:
+        """Read a chunk-size line ("1a;ext=1"); a zero size ends the body."""
+        line = self._read_line()
+        if line is None:
+            return False
+        size_text = line.split(b";", 1)[0].strip()
+        if not _HEX.fullmatch(size_text):
+            raise WireError(f"invalid chunk size line: {line[:40]!r}")
+        size = int(size_text, 16)
+        if size == 0:
+            # Trailers may follow the last chunk, but we asked for Connection: close and
+            # ignore trailers, so there is nothing left worth waiting for.
+            self._state = "done"
+        elif len(self._body) + size > self._max_body:
+            self._give_up()
+        else:
+            self._remaining, self._state = size, "data"
+        return True
+
+    def _read_chunk_end(self) -> bool:
+        """Read the line break that must follow a chunk's data."""
+        line = self._read_line()
+        if line is None:
+            return False
+        if line:
+            raise WireError(f"chunk data longer than its size: {line[:40]!r}")
+        self._state = "size"
+        return True
+
+    def _read_line(self) -> bytes | None:
+        """Take one line, without its CRLF or LF, off the buffer; None until it has all arrived."""
+        end = self._buffer.find(b"\n", 0, MAX_LINE)
+        if end < 0:
+            if len(self._buffer) >= MAX_LINE:
+                raise WireError(f"chunk framing line longer than {MAX_LINE} bytes")
+            return None
+        line = bytes(self._buffer[:end]).rstrip(b"\r")
+        del self._buffer[: end + 1]
+        return line
+
+    def _give_up(self) -> bool:
+        """Mark the body too large: complete, with an empty body, so the caller hangs up."""
+        self._too_large = True
+        self._body = bytearray()
+        self._state = "done"
+        return True

@@ -1,0 +1,112 @@
+"""What a response means to a crawler, decided once for every stage.
+
+Each stage gets a response its own way (callbacks, generator coroutines or aiohttp),
+hands the pieces to :class:`Response`, and lets the functions here decide what the
+response means: is it a redirect, and to where; what type and charset the body has;
+which bodies are parsed for links; and how the bytes become text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+from shared.urls import normalize
+
+#: A body larger than this is not read to the end: the record says so instead.
+MAX_BODY = 10 * 1024 * 1024
+
+#: The statuses whose Location header the crawler follows itself.
+REDIRECT_STATUSES = frozenset({300, 301, 302, 303, 307, 308})
+
+#: Bodies of these types are decoded and parsed for links (XML too, as the chapter does).
+PARSED_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/xml", "text/xml"})
+
+DEFAULT_CHARSET = "utf-8"
+
+# <meta charset="x"> or <meta http-equiv="Content-Type" content="text/html; charset=x">:
+# both put "charset=" right before the name, so one pattern finds either.
+_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
+_META_SNIFF_BYTES = 4096  # browsers look for the meta charset early in the document too
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A complete HTTP response, as any stage received it.
+
+    ``headers`` maps lower-case header names to values.  ``too_large`` is true when
+    the body passed :data:`MAX_BODY`; the body is then left empty.
+    """
+
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    too_large: bool = False
+
+
+def is_redirect(status: int) -> bool:
+    """Tell whether the crawler should look for a Location to follow."""
+    return status in REDIRECT_STATUSES
+
+
+def redirect_target(url: str, response: Response) -> str | None:
+    """Return the absolute, normalised URL a redirect points to.
+
+    The Location header is joined to the request URL, so relative targets work.
+    None when the header is missing or does not make an http(s) URL.
+    """
+    location = response.headers.get("location")
+    if not location or not is_redirect(response.status):
+        return None
+    try:
+        joined = urljoin(url, location.strip())
+    except ValueError:
+        return None
+    return normalize(joined)
+
+
+def content_type(response: Response) -> tuple[str | None, str | None]:
+    """Return the media type (lower case, no parameters) and the header's charset."""
+    header = response.headers.get("content-type")
+    if not header:
+        return None, None
+    media_type, _, params = header.partition(";")
+    charset = None
+    for param in params.split(";"):
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip("\"'")
+    return media_type.strip().lower() or None, charset
+
+
+def is_parsed(media_type: str | None) -> bool:
+    """Tell whether a body of this type is parsed for links."""
+    return media_type in PARSED_TYPES
+
+
+def _known_codec(name: str | None) -> str | None:
+    """Return Python's canonical name for a charset, or None if Python has no such codec."""
+    if not name:
+        return None
+    try:
+        b"a".decode(name, "replace")  # LookupError for unknown and non-text codecs (rot13)
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def decode_body(body: bytes, header_charset: str | None) -> tuple[str, str]:
+    """Decode a body to text; return the text and the canonical charset used.
+
+    The charset comes from the Content-Type header, else from a ``<meta>`` tag near
+    the start of the body, else utf-8.  Bytes invalid in that charset are replaced,
+    never raised: a hostile page must not stop the crawl.
+    """
+    charset = _known_codec(header_charset)
+    if charset is None:
+        match = _META_CHARSET.search(body, 0, _META_SNIFF_BYTES)
+        charset = _known_codec(match.group(1).decode("ascii")) if match else None
+    charset = charset or DEFAULT_CHARSET
+    return body.decode(charset, errors="replace"), charset

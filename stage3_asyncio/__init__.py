@@ -1,0 +1,10 @@
+"""Stage 3 of 3: the crawler on asyncio, with async/await and aiohttp.
+
+Chapter: "Coordinating Coroutines".  Changed from stage 2: our hand-made Future,
+Task, event loop and queue give way to asyncio's, ``yield from`` becomes ``await``,
+and aiohttp speaks HTTP (with a connection pool) in place of shared/httpwire.py.
+"""
+
+from stage3_asyncio.crawler import Crawler, crawl
+
+__all__ = ["Crawler", "crawl"]

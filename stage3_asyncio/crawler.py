@@ -1,0 +1,107 @@
+"""Stage 3 of 3: asyncio coroutines, an asyncio.Queue and aiohttp.
+
+Chapter: "Coordinating Coroutines".  Changed from stage 2: ``yield from`` -> ``await``,
+our Queue -> asyncio.Queue, our sockets and shared/httpwire.py -> an aiohttp session
+that pools connections.  What a response means is decided in shared/crawling.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import aiohttp
+from yarl import URL
+
+from shared import USER_AGENT
+from shared.crawling import LOGGER, BaseCrawler, Options
+from shared.report import CrawlResult
+from shared.responses import MAX_BODY, Response
+
+# What a try can fail with: aiohttp's errors (refused, reset, a body shorter than its
+# Content-Length, a garbage status line) and the timeout.
+NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError)
+
+
+class Crawler(BaseCrawler):
+    """Crawl with --max-tasks worker coroutines sharing one queue and one session."""
+
+    stage = "stage3_asyncio"
+
+    async def crawl(self) -> None:
+        """Run the workers until every queued URL is done, then cancel them."""
+        self.q: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
+        for item in self.start_items():
+            self.q.put_nowait(item)
+        timeout = aiohttp.ClientTimeout(total=self.options.timeout)
+        connector = aiohttp.TCPConnector(limit=self.max_tasks)
+        headers = {"User-Agent": USER_AGENT}
+        async with aiohttp.ClientSession(
+            connector=connector, timeout=timeout, headers=headers
+        ) as self.session:
+            workers = [
+                asyncio.create_task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)
+            ]
+            try:
+                await self.q.join()  # suspends: until task_done() matched every put
+            finally:
+                # The workers are all paused at q.get(): cancelling them ends the crawl.
+                for worker in workers:
+                    worker.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+
+    async def work(self) -> None:
+        """Take URLs from the queue and fetch them, forever (until cancelled)."""
+        while True:
+            url, max_redirect = await self.q.get()  # suspends: until a URL is queued
+            try:
+                if self.begin(url):
+                    await self.fetch(url, max_redirect)
+            except Exception as exc:
+                # A bug, or a page nobody foresaw: record it and keep crawling.  The
+                # traceback shows the whole coroutine chain, no stack ripping here.
+                self.record_failure(url, 1, exc)
+                LOGGER.exception("while fetching %r", url)
+            finally:
+                self.q.task_done()
+
+    async def fetch(self, url: str, max_redirect: int) -> None:
+        """Fetch one URL, trying again on network errors, and queue what it leads to."""
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                response = await self.request(url)  # suspends: until the whole response is in
+                break
+            except NETWORK_ERRORS as exc:
+                if tries >= self.max_tries:
+                    self.record_failure(url, tries, exc)
+                    return
+                self.retrying(url, tries, exc)
+        for item in self.record_response(url, max_redirect, response, tries):
+            self.q.put_nowait(item)
+
+    async def request(self, url: str) -> Response:
+        """GET a URL (redirects not followed) and read its body, up to the size cap."""
+        # encoded=True: our URLs are already normalised and quoted; yarl must not redo it.
+        async with self.session.get(URL(url, encoded=True), allow_redirects=False) as resp:
+            headers = {name.lower(): value for name, value in resp.headers.items()}
+            if (resp.content_length or 0) > MAX_BODY:
+                return Response(resp.status, headers, too_large=True)
+            chunks, size = [], 0
+            async for chunk in resp.content.iter_chunked(64 * 1024):  # suspends: per chunk
+                size += len(chunk)
+                if size > MAX_BODY:
+                    return Response(resp.status, headers, too_large=True)
+                chunks.append(chunk)
+            return Response(resp.status, headers, b"".join(chunks))
+
+
+def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
+    """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
+    crawler = Crawler(roots, options)
+    try:
+        asyncio.run(crawler.crawl())
+    except KeyboardInterrupt:
+        return crawler.result(interrupted=True)
+    return crawler.result()

@@ -1,0 +1,408 @@
+"""Unit tests of the shared, I/O-free code: URL rules, links, responses, report, CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from shared.cli import parse_args
+from shared.crawling import BaseCrawler, Options, root_url
+from shared.links import parse_links
+from shared.report import CrawlResult, FetchStatistic, format_stat, report, write_json
+from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
+from shared.urls import UrlRules, normalize
+
+# --- normalize -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("HTTP://Example.COM", "http://example.com/"),
+        ("http://example.com:80/a", "http://example.com/a"),
+        ("https://example.com:443/a", "https://example.com/a"),
+        ("http://example.com:8080/a", "http://example.com:8080/a"),
+        ("https://example.com:80/a", "https://example.com:80/a"),
+        ("http://h/a/./b/../c", "http://h/a/c"),
+        ("http://h/a/b/..", "http://h/a/"),
+        ("http://h/../../x", "http://h/x"),
+        ("http://h/p#frag", "http://h/p"),
+        ("http://h/p?q=1#frag", "http://h/p?q=1"),
+        ("  http://h/p  ", "http://h/p"),
+        ("http://h/a b", "http://h/a%20b"),
+        ("http://h/caf\u00e9", "http://h/caf%C3%A9"),
+        ("http://h/caf%C3%A9", "http://h/caf%C3%A9"),
+        ("http://[::1]:8080/", "http://[::1]:8080/"),
+    ],
+)
+def test_normalize_gives_one_spelling(url: str, expected: str) -> None:
+    assert normalize(url) == expected
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "mailto:a@b",
+        "javascript:void(0)",
+        "ftp://h/x",
+        "data:text/html,hi",
+        "http://[::1",
+        "http://h:x/",
+        "http:///nohost",
+        "relative/path",
+        "",
+    ],
+)
+def test_normalize_rejects_what_is_not_an_http_url(url: str) -> None:
+    assert normalize(url) is None
+
+
+# --- UrlRules --------------------------------------------------------------------------
+
+
+def test_strict_scope_is_the_root_host_and_its_www_twin() -> None:
+    rules = UrlRules(["http://example.com/"], strict=True)
+    assert rules.allowed("http://example.com/a")
+    assert rules.allowed("https://www.example.com/a")
+    assert rules.allowed("http://example.com:8080/a")  # ports are not part of the scope
+    assert not rules.allowed("http://sub.example.com/a")
+    assert not rules.allowed("http://example.org/a")
+
+
+def test_strict_scope_from_a_www_root_allows_the_bare_host() -> None:
+    rules = UrlRules(["http://www.example.com/"], strict=True)
+    assert rules.allowed("http://example.com/")
+    assert not rules.allowed("http://sub.example.com/")
+
+
+def test_lenient_scope_is_the_last_two_labels() -> None:
+    rules = UrlRules(["http://www.example.com/"], strict=False)
+    assert rules.allowed("http://sub.deep.example.com/")
+    assert rules.allowed("http://example.com/")
+    assert not rules.allowed("http://example.org/")
+    assert not rules.allowed("http://notexample.com/")
+
+
+def test_ip_literals_must_match_exactly_even_when_lenient() -> None:
+    for strict in (True, False):
+        rules = UrlRules(["http://127.0.0.1:8080/"], strict=strict)
+        assert rules.allowed("http://127.0.0.1/x")
+        assert not rules.allowed("http://127.0.0.2/x")
+        assert not rules.allowed("http://www.127.0.0.1/x")
+        assert not rules.allowed("http://0.0.1/x")
+
+
+def test_exclude_is_searched_in_the_whole_url() -> None:
+    rules = UrlRules(["http://h/"], exclude=r"/private/|\.pdf$")
+    assert rules.allowed("http://h/public/a")
+    assert not rules.allowed("http://h/private/a")
+    assert not rules.allowed("http://h/doc.pdf")
+
+
+def test_rules_refuse_other_schemes() -> None:
+    rules = UrlRules(["http://h/"])
+    assert not rules.allowed("ftp://h/x")
+
+
+# --- parse_links -----------------------------------------------------------------------
+
+
+def test_links_are_joined_defragmented_and_deduplicated() -> None:
+    html = """<a href="b">1</a><a href="/c#x">2</a><a href="http://h/c#y">3</a>
+    <a href="../up">4</a><a href="./b">5</a><a href="?q=1">6</a>"""
+    assert parse_links("http://h/dir/page", html) == {
+        "http://h/dir/b",
+        "http://h/c",
+        "http://h/up",
+        "http://h/dir/page?q=1",
+    }
+
+
+def test_every_linking_tag_counts_and_others_do_not() -> None:
+    html = """<a href=/a></a><area href=/area><link rel=stylesheet href=/link>
+    <frame src=/frame><iframe src=/iframe></iframe><img src=/img><script src=/script></script>"""
+    assert parse_links("http://h/", html) == {
+        "http://h/a",
+        "http://h/area",
+        "http://h/link",
+        "http://h/frame",
+        "http://h/iframe",
+    }
+
+
+def test_base_href_moves_relative_links() -> None:
+    html = '<head><base href="http://h/other/dir/"></head><a href="x">x</a><a href="/y">y</a>'
+    assert parse_links("http://h/page", html) == {"http://h/other/dir/x", "http://h/y"}
+
+
+def test_relative_base_href_is_joined_to_the_page() -> None:
+    assert parse_links("http://h/a/page", '<base href="../b/"><a href=c>') == {"http://h/b/c"}
+
+
+def test_malformed_html_still_yields_its_links() -> None:
+    html = """<html><body><p>unclosed <b>bold <A HREF=/upper>X</A>
+    <a href='  \n /spaced \n '>s</a> < stray <a href=/unquoted class=x>u
+    <div><a href="/after-broken"</div> <a href=/last>"""
+    links = parse_links("http://h/", html)
+    assert {"http://h/upper", "http://h/spaced", "http://h/unquoted", "http://h/last"} <= links
+
+
+def test_other_schemes_and_invalid_urls_are_skipped_not_raised() -> None:
+    html = """<a href="mailto:x@y">m</a><a href="MAILTO:x@y">M</a><a href="javascript:void(0)">j</a>
+    <a href="ftp://h/f">f</a><a href="data:text/html,hi">d</a><a href="http://[::1">bad</a>
+    <a href="http://h:notaport/">bad</a><a href="">empty</a><a>none</a><a href="/ok">ok</a>"""
+    assert parse_links("http://h/p", html) == {"http://h/ok"}
+
+
+def test_entities_in_hrefs_are_decoded() -> None:
+    assert parse_links("http://h/", '<a href="/s?a=1&amp;b=2">') == {"http://h/s?a=1&b=2"}
+
+
+def test_garbage_never_raises() -> None:
+    for text in ["<", "<a href=", "<![CDATA[", "<!--", "\x00\xff<a href=/x>", "<a href=/\x00>"]:
+        parse_links("http://h/", text)
+
+
+# --- responses -------------------------------------------------------------------------
+
+
+def test_redirect_target_joins_relative_locations() -> None:
+    url = "http://h/a/b"
+    assert redirect_target(url, Response(301, {"location": "c"})) == "http://h/a/c"
+    assert redirect_target(url, Response(302, {"location": "/c#f"})) == "http://h/c"
+    assert redirect_target(url, Response(307, {"location": "HTTP://H:80/d"})) == "http://h/d"
+    assert redirect_target(url, Response(301, {})) is None
+    assert redirect_target(url, Response(301, {"location": "ftp://h/"})) is None
+    assert redirect_target(url, Response(200, {"location": "/c"})) is None
+
+
+def test_content_type_splits_media_type_and_charset() -> None:
+    assert content_type(Response(200, {"content-type": 'Text/HTML; Charset="Latin-1"'})) == (
+        "text/html",
+        "Latin-1",
+    )
+    assert content_type(Response(200, {"content-type": "image/png"})) == ("image/png", None)
+    assert content_type(Response(200, {})) == (None, None)
+
+
+def test_charset_comes_from_header_then_meta_then_utf8() -> None:
+    latin = "caf\u00e9".encode("latin-1")
+    assert decode_body(latin, "latin-1") == ("caf\u00e9", "iso8859-1")
+    meta = b'<meta charset="iso-8859-1">' + latin
+    assert decode_body(meta, None)[1] == "iso8859-1"
+    equiv = b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1252">' + latin
+    assert decode_body(equiv, None)[1] == "cp1252"
+    assert decode_body(latin, None) == ("caf\ufffd", "utf-8")  # invalid bytes replaced
+
+
+def test_unknown_and_non_text_charsets_fall_back() -> None:
+    assert decode_body(b"abc", "no-such-charset")[1] == "utf-8"
+    assert decode_body(b"abc", "rot13")[1] == "utf-8"
+    assert decode_body(b'<meta charset="base64">abc', None)[1] == "utf-8"
+
+
+# --- the shared crawler bookkeeping ------------------------------------------------------
+
+
+def page(body: str, status: int = 200, ctype: str = "text/html") -> Response:
+    return Response(status, {"content-type": ctype}, body.encode())
+
+
+def test_record_response_queues_new_links_once() -> None:
+    crawler = BaseCrawler(["http://h/"])
+    queued = crawler.record_response(
+        "http://h/", 10, page('<a href=/a><a href=/b><a href="http://x/">'), 1
+    )
+    assert queued == [("http://h/a", 10), ("http://h/b", 10)]
+    again = crawler.record_response("http://h/a", 10, page("<a href=/b><a href=/c>"), 1)
+    assert again == [("http://h/c", 10)]
+    assert [(s.num_urls, s.num_new_urls) for s in crawler.done] == [(2, 2), (2, 1)]
+
+
+def test_redirects_coalesce_and_count_down() -> None:
+    crawler = BaseCrawler(["http://h/"])
+    moved = Response(301, {"location": "/target"})
+    assert crawler.record_response("http://h/r1", 3, moved, 1) == [("http://h/target", 2)]
+    assert crawler.record_response("http://h/r2", 3, moved, 1) == []  # joins: fetched once
+    assert crawler.record_response("http://h/r3", 0, Response(302, {"location": "/z"}), 1) == []
+    assert [s.next_url for s in crawler.done] == ["http://h/target"] * 2 + ["http://h/z"]
+
+
+def test_redirect_out_of_scope_is_recorded_not_followed() -> None:
+    crawler = BaseCrawler(["http://h/"], Options(exclude="secret"))
+    for location in ("http://other.example/", "/secret", "ftp://h/"):
+        assert (
+            crawler.record_response("http://h/r", 5, Response(302, {"location": location}), 1) == []
+        )
+    assert [s.next_url for s in crawler.done] == ["http://other.example/", "http://h/secret", None]
+
+
+def test_only_200_pages_of_parsed_types_are_read() -> None:
+    crawler = BaseCrawler(["http://h/"])
+    assert crawler.record_response("http://h/404", 10, page("<a href=/x>", 404), 1) == []
+    assert (
+        crawler.record_response("http://h/img", 10, page("<a href=/x>", 200, "image/png"), 1) == []
+    )
+    assert crawler.record_response(
+        "http://h/x.xml", 10, page("<a href=/y/>", 200, "application/xml"), 1
+    )
+    stats = crawler.by_url = {s.url: s for s in crawler.done}
+    assert stats["http://h/404"].encoding is None and stats["http://h/404"].num_urls == 0
+    assert stats["http://h/x.xml"].encoding == "utf-8"
+
+
+def test_too_large_body_is_an_error_record() -> None:
+    crawler = BaseCrawler(["http://h/"])
+    crawler.record_response(
+        "http://h/big", 10, Response(200, {"content-type": "text/html"}, too_large=True), 1
+    )
+    (stat,) = crawler.done
+    assert stat.status == 200 and stat.error == f"body larger than {MAX_BODY} bytes"
+    assert stat.size is None
+
+
+def test_max_pages_limits_what_begin_claims() -> None:
+    crawler = BaseCrawler(["http://h/"], Options(max_pages=2))
+    assert [crawler.begin(u) for u in ("http://h/1", "http://h/2", "http://h/3")] == [
+        True,
+        True,
+        False,
+    ]
+
+
+def test_interrupted_result_keeps_urls_in_flight() -> None:
+    crawler = BaseCrawler(["http://h/"])
+    crawler.begin("http://h/")
+    crawler.begin("http://h/slow")
+    crawler.record_response("http://h/", 10, page(""), 1)
+    result = crawler.result(interrupted=True)
+    assert result.urls == {"http://h/", "http://h/slow"}
+    assert result.by_url()["http://h/slow"].error
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("max_tasks", 0, "max_tasks must be >= 1 (got 0)"),
+        ("max_tries", 0, "max_tries must be >= 1"),
+        ("timeout", 0, "timeout must be > 0"),
+        ("max_pages", 0, "max_pages must be >= 1"),
+        ("max_redirect", -1, "max_redirect must be >= 0"),
+    ],
+)
+def test_options_reject_impossible_values(field: str, value: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Options(**{field: value})
+
+
+def test_root_without_scheme_gets_http() -> None:
+    assert root_url("Example.com") == "http://example.com/"
+    with pytest.raises(ValueError, match="not an http"):
+        root_url("ftp://example.com/")
+
+
+# --- report, JSON and command line -------------------------------------------------------
+
+
+def sample_result() -> CrawlResult:
+    stats = [
+        FetchStatistic(
+            "http://h/",
+            200,
+            size=10,
+            content_type="text/html",
+            encoding="utf-8",
+            num_urls=2,
+            num_new_urls=2,
+            tries=1,
+        ),
+        FetchStatistic("http://h/r", 301, next_url="http://h/", size=0, tries=1),
+        FetchStatistic("http://h/down", error="ConnectionRefusedError", tries=4),
+    ]
+    return CrawlResult(
+        "stage3_asyncio",
+        ["http://h/"],
+        stats,
+        0.5,
+        max_tasks=10,
+        timeline=[("http://h/", 0.0, 0.1)],
+    )
+
+
+def test_report_has_a_line_per_url_and_totals() -> None:
+    out = io.StringIO()
+    report(sample_result(), out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("http://h/ 200")
+    assert "error: ConnectionRefusedError (4 tries)" in lines[1]
+    assert "-> http://h/" in lines[2]
+    assert "Finished 3 urls in 0.500 secs" in lines[3] and "6.0 urls/sec" in lines[3]
+
+
+def test_json_document_has_the_documented_fields() -> None:
+    out = io.StringIO()
+    write_json(sample_result(), out, timeline=True)
+    doc = json.loads(out.getvalue())
+    assert set(doc) == {"stage", "roots", "elapsed_s", "interrupted", "fetches", "timeline"}
+    assert set(doc["fetches"][0]) == {
+        "url",
+        "status",
+        "next_url",
+        "error",
+        "size",
+        "content_type",
+        "encoding",
+        "num_urls",
+        "num_new_urls",
+        "tries",
+    }
+    assert doc["fetches"][2]["status"] is None and doc["fetches"][2]["error"]
+
+
+def test_format_stat_of_an_error_after_a_response() -> None:
+    line = format_stat(
+        FetchStatistic("http://h/big", 200, error="body larger than 5 bytes", tries=1)
+    )
+    assert line == "http://h/big 200 error: body larger than 5 bytes"
+
+
+def test_command_line_builds_options() -> None:
+    args, options = parse_args(
+        "x",
+        [
+            "h.example",
+            "--max-tasks",
+            "3",
+            "--lenient",
+            "--exclude",
+            "a+",
+            "--timeout",
+            "2.5",
+            "--max-pages",
+            "7",
+            "-q",
+        ],
+    )
+    assert args.roots == ["h.example"]
+    assert options == Options(max_tasks=3, exclude="a+", strict=False, timeout=2.5, max_pages=7)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--max-tasks", "0"], "max_tasks must be >= 1"),
+        (["--exclude", "("], "not a valid regular"),
+        (["ftp://x/"], "not an http"),
+        (["--strict", "--lenient"], "not allowed with"),
+        (["--max-tries", "many"], "invalid int value"),
+    ],
+)
+def test_command_line_usage_errors_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args("x", argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
