@@ -39,6 +39,9 @@ class Crawler(BaseCrawler):
         async with aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=headers
         ) as self.session:
+            # aiohttp quietly repeats a GET once when the server hangs up before answering.
+            # Retrying is the crawler's job (--max-tries counts every attempt), so turn that off.
+            self.session._retry_connection = False
             workers = [
                 asyncio.create_task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)
             ]

@@ -1,0 +1,346 @@
+"""Tests of the local test site: it serves what its oracle says, and the oracle is right.
+
+The oracle is checked against a small sequential crawler written here with http.client
+and html.parser, independent of the crawlers under test.
+"""
+
+from __future__ import annotations
+
+import codecs
+import collections
+import http.client
+import re
+import socket
+import threading
+import time
+from html.parser import HTMLParser
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from shared.testsite import HOSTILE, NEVER, TRAPS, Expected, Site, serve
+from shared.urls import UrlRules, normalize
+
+REDIRECTS = {300, 301, 302, 303, 307, 308}
+PARSED = {"text/html", "application/xhtml+xml", "application/xml", "text/xml"}
+META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
+FAKE_BASE = "http://127.0.0.1:8000/"  # the oracle needs no server
+
+
+# --------------------------------------------------------------------------- reference crawler
+
+
+class LinkParser(HTMLParser):
+    """Collect raw link values and the first <base href> of a document."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.raw: list[str] = []
+        self.base: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag in ("a", "area", "link") and values.get("href") is not None:
+            self.raw.append(values["href"] or "")
+        elif tag in ("frame", "iframe") and values.get("src") is not None:
+            self.raw.append(values["src"] or "")
+        elif tag == "base" and self.base is None and values.get("href"):
+            self.base = values["href"]
+
+
+def fetch(
+    url: str, timeout: float = 5.0, conn: http.client.HTTPConnection | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """One GET, on the given kept-alive connection or a fresh one; raises on any failure."""
+    parts = urlsplit(url)
+    own = conn is None
+    if conn is None:
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    try:
+        path = parts.path + ("?" + parts.query if parts.query else "")
+        conn.request("GET", path)
+        response = conn.getresponse()
+        body = response.read()
+        headers = {name.lower(): value for name, value in response.getheaders()}
+        return response.status, headers, body
+    except BaseException:
+        conn.close()  # a failed connection is not reused; http.client reconnects on demand
+        raise
+    finally:
+        if own:
+            conn.close()
+
+
+def reference_crawl(
+    root: str, *, max_redirect: int = 10, exclude: str | None = None, max_tries: int = 4
+) -> dict[str, Expected]:
+    """A plain sequential crawler following the same rules as the three stages."""
+    rules = UrlRules([root], exclude=exclude)
+    seen = {root}
+    queue = collections.deque([(root, max_redirect)])
+    records: dict[str, Expected] = {}
+    # One kept-alive connection makes the walk quick; it reconnects after a failure.
+    parts = urlsplit(root)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
+    while queue:
+        url, redirects_left = queue.popleft()
+        tries, result = 0, None
+        while result is None and tries < max_tries:
+            tries += 1
+            try:
+                result = fetch(url, conn=conn)
+            except (OSError, http.client.HTTPException):
+                continue  # a network or protocol failure: try again
+        if result is None:
+            records[url] = Expected(None, None, None, None, 0, max_tries, True)
+            continue
+        status, headers, body = result
+        header = headers.get("content-type")
+        media = header.split(";")[0].strip().lower() if header else None
+        if status in REDIRECTS:
+            next_url = normalize(urljoin(url, headers["location"]))
+            records[url] = Expected(status, next_url, media, None, 0, tries, False)
+            if redirects_left and next_url and rules.allowed(next_url) and next_url not in seen:
+                seen.add(next_url)
+                queue.append((next_url, redirects_left - 1))
+            continue
+        if status != 200 or media not in PARSED:
+            records[url] = Expected(status, None, media, None, 0, tries, False)
+            continue
+        charset = re.search(r"charset=([^;\s]+)", header or "")
+        meta = META_CHARSET.search(body[:4096])
+        name = charset.group(1) if charset else meta.group(1).decode() if meta else "utf-8"
+        encoding = codecs.lookup(name).name
+        parser = LinkParser()
+        parser.feed(body.decode(encoding, errors="replace"))
+        parser.close()
+        base = urljoin(url, parser.base) if parser.base else url
+        links = set()
+        for raw in parser.raw:
+            try:
+                link = normalize(urljoin(base, raw.strip()))
+            except ValueError:  # e.g. "http://[::1"
+                continue
+            if link and rules.allowed(link):
+                links.add(link)
+        records[url] = Expected(200, None, media, encoding, len(links), tries, False)
+        for link in sorted(links - seen):
+            seen.add(link)
+            queue.append((link, max_redirect))
+    conn.close()
+    return records
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def default_site() -> Site:
+    return Site()
+
+
+def port_of(url: str) -> int:
+    port = urlsplit(url).port
+    assert port is not None
+    return port
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_reference_crawler_agrees_with_oracle(default_site: Site) -> None:
+    default_site.reset()
+    with serve(default_site) as base:
+        expected = default_site.expected(base)
+        found = reference_crawl(base)
+    assert found == expected
+    # Each URL was requested once, except the flaky page; nothing forbidden was asked for.
+    requests = default_site.requests
+    assert requests[TRAPS["flaky"]] == 3
+    assert sum(requests.values()) == len(expected) + 2
+    assert not [path for path in requests if path.startswith(NEVER)]
+    assert requests[TRAPS["joined"]] == 1
+
+
+def test_default_site_shape(default_site: Site) -> None:
+    expected = default_site.expected(FAKE_BASE)
+    assert 350 <= len(expected) <= 450
+    statuses = collections.Counter(record.status for record in expected.values())
+    assert statuses[404] == 1 and statuses[500] == 1
+    assert sum(statuses[s] for s in REDIRECTS) > 20
+    origin = FAKE_BASE.rstrip("/")
+    for path in TRAPS.values():
+        if path != TRAPS["chain_end"]:
+            assert origin + path in expected, path
+    assert expected[origin + TRAPS["latin1"]].encoding == "iso8859-1"
+    assert expected[origin + TRAPS["meta_charset"]].encoding == "iso8859-1"
+    assert expected[origin + TRAPS["http_equiv"]].encoding == "cp1252"
+    assert expected[origin + TRAPS["no_type"]] == Expected(200, None, None, None, 0, 1, False)
+    assert expected[origin + TRAPS["image"]].content_type == "image/png"
+    assert expected[origin + TRAPS["flaky"]].tries == 3
+    # The chain: 11 URLs fetched with max_redirect 10, the last points at the 12th.
+    assert expected[origin + "/r/chain/10"].next_url == origin + "/r/chain/11"
+    assert origin + "/r/chain/11" not in expected
+    assert expected[origin + TRAPS["redirect_away"]].next_url == "http://other.example/elsewhere"
+
+
+def test_served_pages_answer_as_the_oracle_says(default_site: Site) -> None:
+    with serve(default_site) as base:
+        expected = default_site.expected(base)
+        for path in ("/traps/dir/spellings", "/traps/media", TRAPS["no_type"], TRAPS["big"]):
+            status, headers, _ = fetch(base.rstrip("/") + path)
+            record = expected[base.rstrip("/") + path]
+            assert status == record.status
+            media = headers.get("content-type", "").split(";")[0] or None
+            assert media == record.content_type
+        for url, record in expected.items():
+            if record.next_url is None:
+                continue
+            status, headers, _ = fetch(url)
+            assert status == record.status
+            assert normalize(urljoin(url, headers["location"])) == record.next_url
+        _, _, binary = fetch(base + "traps/image.png")
+        assert b"href=" in binary  # fetched but never parsed
+        _, headers, big = fetch(base + "traps/big")
+        assert 900_000 < len(big) < 1_200_000
+
+
+def test_flaky_page_fails_twice_and_reset_rearms_it() -> None:
+    site = Site(pages=3)
+    with serve(site) as base:
+        url = base + TRAPS["flaky"].lstrip("/")
+        for _ in range(2):
+            with pytest.raises(http.client.RemoteDisconnected):
+                fetch(url)
+        assert fetch(url)[0] == 200
+        assert fetch(url)[0] == 200
+        site.reset()
+        assert not site.requests
+        with pytest.raises(http.client.RemoteDisconnected):
+            fetch(url)
+        assert site.requests[TRAPS["flaky"]] == 1
+
+
+def test_same_parameters_same_site_and_other_seed_differs() -> None:
+    one, two, other = Site(300, 1, 5), Site(300, 1, 5), Site(300, 2, 5)
+    assert one.expected(FAKE_BASE) == two.expected(FAKE_BASE)
+    assert one.expected(FAKE_BASE) != other.expected(FAKE_BASE)
+    bodies = []
+    for site in (one, two, other):
+        with serve(site) as base:
+            bodies.append(fetch(base + "p/50")[2].replace(str(port_of(base)).encode(), b"PORT"))
+    assert bodies[0] == bodies[1] != bodies[2]
+    assert 2000 < len(bodies[0]) < 4000
+
+
+def test_oracle_options() -> None:
+    site = Site(pages=20)
+    origin = FAKE_BASE.rstrip("/")
+    default = site.expected(FAKE_BASE)
+
+    short = site.expected(FAKE_BASE, max_redirect=2)
+    assert short[origin + "/r/chain/2"].next_url == origin + "/r/chain/3"
+    assert origin + "/r/chain/3" not in short
+    assert origin + "/traps/land/301" in short  # one hop is still within two
+
+    none = site.expected(FAKE_BASE, max_redirect=0)
+    assert origin + "/r/chain/1" not in none and origin + "/traps/land/301" not in none
+    assert origin + TRAPS["joined"] in none  # it is also linked directly
+
+    excluded = site.expected(FAKE_BASE, exclude=r"/r/|q=2")
+    assert not [url for url in excluded if "/r/" in url or "q=2" in url]
+    assert origin + TRAPS["search_1"] in excluded
+    query = origin + TRAPS["query"]
+    assert excluded[query].num_urls == default[query].num_urls - 1
+    assert excluded[origin + TRAPS["redirects"]].num_urls == 1  # only /traps/joined
+
+    two = site.expected(FAKE_BASE, max_tries=2)
+    assert two[origin + TRAPS["flaky"]] == Expected(None, None, None, None, 0, 2, True)
+    assert origin + TRAPS["after_flaky"] not in two
+    three = site.expected(FAKE_BASE, max_tries=3)
+    assert three[origin + TRAPS["flaky"]].tries == 3
+    assert origin + TRAPS["after_flaky"] in three
+
+
+def test_reference_crawler_agrees_with_options() -> None:
+    site = Site(pages=10, seed=3, fanout=3)
+    options = {"max_redirect": 2, "exclude": r"q=2|/traps/big$", "max_tries": 2}
+    with serve(site) as base:
+        assert reference_crawl(base, **options) == site.expected(base, **options)  # type: ignore[arg-type]
+
+
+def test_serve_closes_the_port_even_with_hanging_requests() -> None:
+    site = Site(pages=2, traps=False, hostile=True)
+    with serve(site) as base:
+        port = port_of(base)
+        hanging = socket.create_connection(("127.0.0.1", port))
+        hanging.sendall(b"GET /hostile/silent HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.05)
+        assert site.max_in_flight == 1
+        started = time.perf_counter()
+    assert time.perf_counter() - started < 1.0
+    hanging.close()
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_hostile_pages_misbehave_as_documented() -> None:
+    site = Site(pages=2, traps=False, hostile=True)
+    with serve(site) as base:
+        url = base.rstrip("/")
+        with pytest.raises(TimeoutError):
+            fetch(url + HOSTILE["silent"], timeout=0.1)
+        with pytest.raises((ConnectionResetError, http.client.IncompleteRead)):
+            fetch(url + HOSTILE["reset"])
+        with pytest.raises(http.client.IncompleteRead):
+            fetch(url + HOSTILE["short"])
+        with pytest.raises(http.client.BadStatusLine):
+            fetch(url + HOSTILE["garbage"])
+        status, headers, body = fetch(url + HOSTILE["binary"])
+        assert status == 200 and headers["content-type"] == "text/html"
+        assert b"href" not in body.lower() and b"<" not in body
+        conn = http.client.HTTPConnection("127.0.0.1", port_of(base), timeout=5)
+        conn.request("GET", HOSTILE["huge"])
+        response = conn.getresponse()
+        assert response.status == 200 and response.length == 20 * 1024 * 1024
+        assert len(response.read(1024 * 1024)) == 1024 * 1024
+        conn.close()  # hang up mid-body, as a capped crawler does
+        expected = site.expected(base)
+    for name in ("silent", "reset", "short", "garbage"):
+        assert expected[url + HOSTILE[name]] == Expected(None, None, None, None, 0, 4, True)
+    assert expected[url + HOSTILE["huge"]] == Expected(200, None, "text/html", None, 0, 1, True)
+    binary = Expected(200, None, "text/html", "utf-8", 0, 1, False)
+    assert expected[url + HOSTILE["binary"]] == binary
+
+
+def test_wide_pages_and_latency_are_concurrent() -> None:
+    site = Site(pages=1, traps=False, wide=4, wide_delay=0.1, latency=0.02)
+    with serve(site) as base:
+        started = time.perf_counter()
+        threads = [
+            threading.Thread(target=fetch, args=(f"{base}wide/{i}",)) for i in range(site.wide)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - started
+    assert 0.12 <= elapsed < 0.4  # about one delay, not four
+    assert site.max_in_flight == 4
+    expected = site.expected(base)
+    assert len(expected) == 5
+    assert expected[base].num_urls == 5  # the four wide pages and the root itself
+
+
+def test_big_plain_site_is_fast_and_levels_add_up() -> None:
+    started = time.perf_counter()
+    site = Site(pages=10_000, seed=7, fanout=5, traps=False)
+    expected = site.expected(FAKE_BASE)
+    assert time.perf_counter() - started < 1.0
+    assert len(expected) == 10_000
+    levels = site.levels(FAKE_BASE)
+    assert sum(levels) == len(expected)
+    assert levels[:3] == [1, 5, 25]
+    assert all(record.num_urls >= 1 for record in expected.values())
+    small = Site(pages=300)
+    assert sum(small.levels(FAKE_BASE)) == len(small.expected(FAKE_BASE))
