@@ -31,7 +31,7 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format check) and mypy --strict on shared/."""
+    """ruff (lint and format check) and mypy --strict on shared/ and the stages."""
     install(session, "lint")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")

@@ -15,7 +15,7 @@ import pytest
 
 from shared.testsite import Site, serve
 
-STAGES = ["stage3_asyncio"]
+STAGES = ["stage1_callbacks", "stage2_generators", "stage3_asyncio"]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -73,6 +73,13 @@ def test_default_site_gives_the_oracles_pages_and_records(
     assert_matches_oracle(result, site.expected(base_url))
 
 
+def test_a_5000_page_site_gives_the_oracles_pages(stage: ModuleType) -> None:
+    site = Site(pages=5000, traps=False)
+    with serve(site) as base_url:
+        result = stage.crawl([base_url], Options(max_tasks=20))
+        assert_matches_oracle(result, site.expected(base_url))
+
+
 def test_each_url_is_requested_once_per_try(
     stage: ModuleType, default_site: tuple[Site, str]
 ) -> None:

@@ -1,0 +1,221 @@
+"""Stage 1 of 3: a Fetcher per URL, carried from callback to callback by the event loop.
+
+Chapter: "Programming With Callbacks".  No coroutines yet: a fetch is a chain of
+callbacks (connected, writable, readable), and whatever one step needs from the
+step before it must be kept in the Fetcher's attributes.  What a response means is
+decided in shared/crawling.py, exactly as in the other stages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections import deque
+from collections.abc import Sequence
+from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
+
+from shared.crawling import LOGGER, BaseCrawler, Options
+from shared.httpwire import ResponseParser, WireError, request_bytes
+from shared.report import CrawlResult
+from shared.resolver import Resolver
+from shared.responses import Response
+from stage1_callbacks.loop import Callback, EventLoop, TimerHandle
+
+CHUNK = 64 * 1024  # bytes asked of recv() at a time
+
+
+class Fetcher:
+    """Fetch one URL, retrying on network errors, by a chain of callbacks.
+
+    State saved by hand: a function on a thread would keep the socket, the parser
+    and the try count in local variables; a callback returns to the loop after every
+    step and loses its frame, so they live here, in attributes, between callbacks.
+    """
+
+    def __init__(self, crawler: Crawler, url: str, max_redirect: int) -> None:
+        """Remember the URL; nothing happens until :meth:`start` runs on the loop."""
+        self.crawler = crawler
+        self.loop = crawler.loop
+        self.url = url
+        self.max_redirect = max_redirect
+        self.tries = 0
+        self.sock: socket.socket | None = None  # the current try's socket, None between tries
+        self.timer: TimerHandle | None = None  # the current try's timeout
+        self.parser = ResponseParser()
+        self.unsent = b""  # the part of the request the socket has not taken yet
+
+    def start(self) -> None:
+        """Begin a try: open a non-blocking socket and start connecting."""
+        self.tries += 1
+        self.parser = ResponseParser()  # a fresh try starts from nothing
+        self.unsent = request_bytes(self.url)
+        self.timer = self.loop.call_later(self.crawler.options.timeout, self._on_timeout)
+        try:
+            family, sockaddr = self.crawler.resolver.resolve(self.url)
+            self.sock = socket.socket(family, socket.SOCK_STREAM)
+            self.sock.setblocking(False)
+            # A non-blocking connect raises BlockingIOError (EINPROGRESS) when all is
+            # well: the connection has begun and will finish while we do other things.
+            with contextlib.suppress(BlockingIOError):
+                self.sock.connect(sockaddr)
+        except OSError as exc:  # refused at once, unknown host (gaierror), no file descriptors
+            self._fail(exc)
+            return
+        # The continuation: "writable" means the connection is made, or has failed.
+        self.loop.register(self.sock, EVENT_WRITE, self._on_connected)
+
+    def _on_connected(self, key: SelectorKey, mask: int) -> None:
+        """The connect finished: check how, then start sending the request."""
+        assert self.sock is not None  # the loop runs a callback only while its socket is open
+        err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            self._fail(OSError(err, os.strerror(err)))  # e.g. ConnectionRefusedError
+            return
+        self._on_writable(key, mask)
+
+    def _on_writable(self, key: SelectorKey, mask: int) -> None:
+        """Send what the socket takes; wait again for the rest, or for the response."""
+        assert self.sock is not None
+        try:
+            sent = self.sock.send(self.unsent)
+        except (BlockingIOError, InterruptedError):
+            return  # try again next time the socket is writable
+        except OSError as exc:
+            self._fail(exc)
+            return
+        self.unsent = self.unsent[sent:]  # state saved by hand: where the request stopped
+        if self.unsent:
+            self.loop.register(self.sock, EVENT_WRITE, self._on_writable)  # the continuation
+        else:
+            self.loop.register(self.sock, EVENT_READ, self._on_readable)  # the continuation
+
+    def _on_readable(self, key: SelectorKey, mask: int) -> None:
+        """Feed what arrived to the parser; finish the try when the response is complete."""
+        assert self.sock is not None
+        try:
+            chunk = self.sock.recv(CHUNK)
+            # An empty chunk means the peer closed: the end of the body, or a cut-off one.
+            complete = self.parser.feed(chunk) if chunk else self.parser.feed_eof()
+        except (BlockingIOError, InterruptedError):
+            return  # a spurious wake-up: stay registered and wait again
+        except (OSError, WireError) as exc:
+            self._fail(exc)
+            return
+        if complete:
+            self._succeed(self.parser.response())
+        # Not complete: nothing to do.  The socket stays registered with this very
+        # callback, so the loop calls it again when more bytes arrive.
+
+    def _on_timeout(self) -> None:
+        """The try took longer than --timeout: abandon it as a failed try."""
+        self.timer = None  # it has fired: nothing left to cancel
+        self._fail(TimeoutError(f"no complete response within {self.crawler.options.timeout} s"))
+
+    def _succeed(self, response: Response) -> None:
+        """Close the try and hand the response to the crawler."""
+        self.close()
+        # Stack ripping bites here: if record_response() raises (a parse_links bug,
+        # say), no try/except in Crawler.fetch() can catch it, because fetch()
+        # returned long ago.  Only the loop sees it; see Crawler.callback_failed().
+        items = self.crawler.record_response(self.url, self.max_redirect, response, self.tries)
+        self.crawler.finished(self, items)
+
+    def _fail(self, exc: Exception) -> None:
+        """Close the failed try; start another, or record the failure after the last."""
+        self.close()
+        if self.tries < self.crawler.max_tries:
+            self.crawler.retrying(self.url, self.tries, exc)
+            self.start()  # a new socket: a half-used connection is never reused
+        else:
+            self.crawler.record_failure(self.url, self.tries, exc)
+            self.crawler.finished(self, [])
+
+    def close(self) -> None:
+        """End the current try: cancel its timer, unregister and close its socket."""
+        # Every way out of a try comes through here: success, error, timeout, an
+        # exception in a callback, and Ctrl-C (from Crawler.crawl's finally).
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        if self.sock is not None:
+            self.loop.unregister(self.sock)  # before close(): the selector needs the fd
+            self.sock.close()
+            self.sock = None
+
+
+class Crawler(BaseCrawler):
+    """Crawl with at most --max-tasks Fetchers in flight, started from one queue."""
+
+    stage = "stage1_callbacks"
+
+    def crawl(self) -> None:
+        """Run the event loop until nothing is queued and nothing is in flight."""
+        self.loop = EventLoop(self.callback_failed)
+        self.q: deque[tuple[str, int]] = deque(self.start_items())
+        self.fetchers: dict[str, Fetcher] = {}  # url -> its Fetcher, while in flight
+        self.resolver = Resolver()
+        try:
+            self.work()
+            self.loop.run_until(lambda: not self.q and not self.fetchers)
+        finally:
+            # Normally empty by now; after Ctrl-C (or a bug) these sockets must not leak.
+            for fetcher in self.fetchers.values():
+                fetcher.close()
+            self.loop.close()
+
+    def work(self) -> None:
+        """Start fetches from the queue until --max-tasks are in flight or the queue is empty."""
+        # Stages 2 and 3 keep --max-tasks workers waiting at the queue, but a waiting
+        # worker is a paused function, which callbacks cannot express.  Instead, each
+        # fetch that finishes calls work() again, to start the next ones.
+        while self.q and len(self.fetchers) < self.max_tasks:
+            url, max_redirect = self.q.popleft()
+            if self.begin(url):
+                self.fetch(url, max_redirect)
+
+    def fetch(self, url: str, max_redirect: int) -> None:
+        """Start fetching one URL; from here on, its Fetcher's callbacks carry it."""
+        if not url.startswith("http://"):
+            # TLS would need a handshake state machine of its own (want-read,
+            # want-write), another set of callbacks; stage 1 leaves it out.
+            self.record_failure(url, 1, NotImplementedError("stage 1 speaks plain http only"))
+            return
+        fetcher = self.fetchers[url] = Fetcher(self, url, max_redirect)
+        # Started from the loop, not from here: then every step of every fetch runs
+        # as a loop callback, under the loop's exception handler, and a fetch that
+        # fails at once cannot call work() from inside work().
+        self.loop.call_soon(fetcher.start)
+
+    def finished(self, fetcher: Fetcher, items: list[tuple[str, int]]) -> None:
+        """Take a finished Fetcher out of flight, queue what it found, start more fetches."""
+        del self.fetchers[fetcher.url]
+        self.q.extend(items)
+        self.work()
+
+    def callback_failed(self, exc: Exception, callback: Callback) -> None:
+        """Record an exception that escaped a Fetcher's callback, and let the crawl go on.
+
+        The loop passes the callback; a bound method's ``__self__`` is its Fetcher, so
+        we know which URL failed.  An exception in any other callback is a bug in the
+        crawler itself, and is raised again.
+        """
+        fetcher = getattr(callback, "__self__", None)
+        if not isinstance(fetcher, Fetcher) or fetcher.url not in self.fetchers:
+            raise exc
+        # Stack ripping, for all to see: this traceback starts in the loop and shows
+        # the callback, but not work() or fetch(), which set the chain going.
+        LOGGER.error("while fetching %r", fetcher.url, exc_info=exc)
+        fetcher.close()
+        self.record_failure(fetcher.url, 1, exc)  # tries=1, as stage 3 records it
+        self.finished(fetcher, [])
+
+
+def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
+    """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
+    crawler = Crawler(roots, options)
+    try:
+        crawler.crawl()
+    except KeyboardInterrupt:
+        return crawler.result(interrupted=True)
+    return crawler.result()

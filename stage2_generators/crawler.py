@@ -1,0 +1,121 @@
+"""Stage 2 of 3: generator coroutines on a hand-made Future, Task, event loop and queue.
+
+Chapter: "Coordinating Coroutines", on the machinery of "Building Coroutines With
+Generators".  Changed from stage 1: callbacks and state saved by hand -> coroutines
+that keep their state in local variables and pause at each ``yield from``.  Compare
+with ``diff -u stage2_generators/crawler.py stage3_asyncio/crawler.py``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Sequence
+
+from shared.crawling import LOGGER, BaseCrawler, Options
+from shared.httpwire import ResponseParser, WireError, request_bytes
+from shared.report import CrawlResult
+from shared.resolver import Resolver
+from shared.responses import Response
+from stage2_generators.futures import CancelledError, Coroutine
+from stage2_generators.loop import EventLoop
+from stage2_generators.queues import Queue
+from stage2_generators.sockets import sock_connect, sock_recv, sock_sendall
+from stage2_generators.tasks import Task, wait_for
+
+# What a try can fail with: refused, reset, unknown host (all OSError), the timeout,
+# and a response that is not valid HTTP or ends too soon (WireError).
+NETWORK_ERRORS = (OSError, WireError)
+
+
+class Crawler(BaseCrawler):
+    """Crawl with --max-tasks worker coroutines sharing one queue."""
+
+    stage = "stage2_generators"
+
+    def crawl(self) -> Coroutine[None]:
+        """Run the workers until every queued URL is done, then cancel them."""
+        self.q: Queue[tuple[str, int]] = Queue()
+        for item in self.start_items():
+            self.q.put_nowait(item)
+        self.resolver = Resolver()
+        workers = [Task(self.work()) for _ in range(self.max_tasks)]
+        try:
+            yield from self.q.join()  # suspends: until task_done() matched every put
+        finally:
+            # The workers are all paused at q.get(): cancelling them ends the crawl.
+            for worker in workers:
+                worker.cancel()
+            for worker in workers:
+                with contextlib.suppress(CancelledError):
+                    yield from worker  # suspends: until the worker has run its finally blocks
+
+    def work(self) -> Coroutine[None]:
+        """Take URLs from the queue and fetch them, forever (until cancelled)."""
+        while True:
+            url, max_redirect = yield from self.q.get()  # suspends: until a URL is queued
+            try:
+                if self.begin(url):
+                    yield from self.fetch(url, max_redirect)
+            except Exception as exc:
+                # A bug, or a page nobody foresaw: record it and keep crawling.  The
+                # traceback shows the whole coroutine chain, no stack ripping here.
+                self.record_failure(url, 1, exc)
+                LOGGER.exception("while fetching %r", url)
+            finally:
+                self.q.task_done()
+
+    def fetch(self, url: str, max_redirect: int) -> Coroutine[None]:
+        """Fetch one URL, trying again on network errors, and queue what it leads to."""
+        if not url.startswith("http://"):
+            # TLS on our own sockets is one more thing to build; stage 2 leaves it out.
+            self.record_failure(url, 1, NotImplementedError("stage 2 speaks plain http only"))
+            return
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                # suspends: until the whole response is in, or the timeout cancels request()
+                response = yield from wait_for(self.request(url), self.options.timeout)
+                break
+            except NETWORK_ERRORS as exc:
+                if tries >= self.max_tries:
+                    self.record_failure(url, tries, exc)
+                    return
+                self.retrying(url, tries, exc)
+        for item in self.record_response(url, max_redirect, response, tries):
+            self.q.put_nowait(item)
+
+    def request(self, url: str) -> Coroutine[Response]:
+        """GET a URL on a new connection and read the response, up to the size cap."""
+        family, sockaddr = self.resolver.resolve(url)
+        # The socket is a local variable: whatever happens at a yield from (an error, a
+        # cancel from wait_for), leaving this block closes it.  No state saved by hand.
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setblocking(False)
+            yield from sock_connect(sock, sockaddr)  # suspends: until connected
+            yield from sock_sendall(sock, request_bytes(url))  # suspends: while sending
+            parser = ResponseParser()
+            while True:
+                chunk = yield from sock_recv(sock, 64 * 1024)  # suspends: until readable
+                if parser.feed(chunk) if chunk else parser.feed_eof():
+                    return parser.response()
+
+
+def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
+    """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
+    crawler = Crawler(roots, options)
+    loop = EventLoop()
+    main = Task(crawler.crawl())
+    try:
+        loop.run_until_complete(main)
+    except KeyboardInterrupt:
+        # As asyncio.run does: cancel the main coroutine and let it cancel the workers,
+        # so every socket in flight is closed by the finally blocks that own it.
+        main.cancel()
+        with contextlib.suppress(CancelledError):
+            loop.run_until_complete(main)
+        return crawler.result(interrupted=True)
+    finally:
+        loop.close()
+    return crawler.result()

@@ -1,0 +1,175 @@
+"""Stage 2 event loop ("Coordinating Coroutines"): stage 1's loop plus timers and Tasks."""
+
+# The loop waits for sockets and timers with select(), then runs callbacks. Stage 1's loop only
+# dispatched selector events. This one also keeps a queue of callbacks to run soon (how Futures
+# wake Tasks) and a heap of timers (sleep, wait_for), and it drives a coroutine to completion by
+# wrapping it in a Task.
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import socket
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from .futures import Coroutine, Future
+
+LOGGER = logging.getLogger(__name__)
+T = TypeVar("T")
+Callback = Callable[..., object]
+
+
+@dataclass
+class TimerHandle:
+    """A callback scheduled for a later time; cancel() keeps it from running."""
+
+    when: float
+    fn: Callback
+    args: tuple[Any, ...]
+    _cancelled: bool = False
+
+    def cancel(self) -> None:
+        """Keep the callback from running; harmless if it already ran."""
+        self._cancelled = True
+
+
+class EventLoop:
+    """Run callbacks when sockets are ready or timers are due, all in one thread."""
+
+    def __init__(self) -> None:
+        self._selector: BaseSelector = DefaultSelector()
+        self._ready: deque[tuple[Callback, tuple[Any, ...]]] = deque()
+        # A heap of (when, sequence number, handle). The sequence number breaks ties between
+        # equal times, so timers due together run in the order they were set, and two handles
+        # are never compared.
+        self._timers: list[tuple[float, int, TimerHandle]] = []
+        self._sequence = itertools.count()
+        # We only ever run one loop at a time, so the newest loop becomes the current one.
+        set_event_loop(self)
+
+    def call_soon(self, fn: Callback, *args: Any) -> None:
+        """Run fn(*args) on the next turn of the loop."""
+        self._ready.append((fn, args))
+
+    def call_later(self, delay: float, fn: Callback, *args: Any) -> TimerHandle:
+        """Run fn(*args) after `delay` seconds; the returned handle can cancel it."""
+        # time.monotonic(), not time.time(): a clock that never jumps when the wall clock is set.
+        handle = TimerHandle(time.monotonic() + delay, fn, args)
+        heapq.heappush(self._timers, (handle.when, next(self._sequence), handle))
+        return handle
+
+    def add_reader(self, sock: socket.socket, fn: Callback) -> None:
+        """Call fn() each time `sock` is readable, until remove_reader(sock)."""
+        self._set_callback(sock, EVENT_READ, fn)
+
+    def add_writer(self, sock: socket.socket, fn: Callback) -> None:
+        """Call fn() each time `sock` is writable, until remove_writer(sock)."""
+        self._set_callback(sock, EVENT_WRITE, fn)
+
+    def remove_reader(self, sock: socket.socket) -> bool:
+        """Stop watching `sock` for reading; return False if it was not watched."""
+        return self._set_callback(sock, EVENT_READ, None)
+
+    def remove_writer(self, sock: socket.socket) -> bool:
+        """Stop watching `sock` for writing; return False if it was not watched."""
+        return self._set_callback(sock, EVENT_WRITE, None)
+
+    def _set_callback(self, sock: socket.socket, event: int, fn: Callback | None) -> bool:
+        # A selector holds one key per socket. To let a socket wait to read *and* to write, the
+        # key's data is a [reader, writer] pair and its mask combines both events; register,
+        # modify and unregister keep the key in step with the pair.
+        key = self._selector.get_map().get(sock)
+        callbacks = list(key.data) if key else [None, None]
+        index = 0 if event == EVENT_READ else 1
+        previous, callbacks[index] = callbacks[index], fn
+        mask = (EVENT_READ if callbacks[0] else 0) | (EVENT_WRITE if callbacks[1] else 0)
+        if key and mask:
+            self._selector.modify(sock, mask, callbacks)
+        elif mask:
+            self._selector.register(sock, mask, callbacks)
+        elif key:
+            self._selector.unregister(sock)
+        return previous is not None
+
+    def run_once(self) -> None:
+        """Wait for I/O or the next timer, then run every callback that is ready."""
+        while self._timers and self._timers[0][2]._cancelled:
+            heapq.heappop(self._timers)  # a cancelled timer must not cut the wait short
+        timeout: float | None = None  # block until a socket is ready
+        if self._ready:
+            timeout = 0  # work is waiting: only poll the sockets
+        elif self._timers:
+            timeout = max(0.0, self._timers[0][0] - time.monotonic())
+        elif not self._selector.get_map():
+            # Without this check select() would sleep forever: say so instead.
+            raise RuntimeError("deadlock: no callback, timer or socket can ever wake the loop")
+        for key, events in self._selector.select(timeout):
+            for callback, event in zip(key.data, (EVENT_READ, EVENT_WRITE), strict=True):
+                if callback and events & event:
+                    self._ready.append((callback, ()))
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            handle = heapq.heappop(self._timers)[2]
+            if not handle._cancelled:
+                self._ready.append((handle.fn, handle.args))
+        # Run only the callbacks that are ready now. Those they schedule wait for the next
+        # turn, so a long chain of call_soon cannot keep the loop from polling its sockets.
+        for _ in range(len(self._ready)):
+            fn, args = self._ready.popleft()
+            try:
+                fn(*args)
+            except Exception as exc:
+                # A bug in one callback must not stop every other coroutine. (A Task catches
+                # its coroutine's exceptions itself and stores them, so they never get here.)
+                message = f"Exception in callback {fn!r}"
+                self.call_exception_handler({"message": message, "exception": exc})
+
+    def call_exception_handler(self, context: dict[str, Any]) -> None:
+        """Log an exception that escaped a callback; the loop keeps running."""
+        # asyncio lets you install your own handler with set_exception_handler(); we only log.
+        LOGGER.error("%s", context["message"], exc_info=context.get("exception"))
+
+    def run_until_complete(self, future: Future[T] | Coroutine[T]) -> T:
+        """Run until `future` (a generator is wrapped in a Task) is done; return its result."""
+        # The future's exception, if it failed, is raised here by result().
+        from .futures import Future  # imported here: futures.py and tasks.py import this module
+        from .tasks import Task
+
+        set_event_loop(self)
+        if not isinstance(future, Future):
+            future = Task(future)
+        # The chapter stops the loop with a done callback that raises StopError. Checking
+        # done() after each turn has the same effect and is easier to follow.
+        while not future.done():
+            self.run_once()
+        return future.result()
+
+    def close(self) -> None:
+        """Release the selector; the loop cannot be used again."""
+        self._selector.close()
+        if _current_loop is self:
+            set_event_loop(None)
+
+
+# asyncio finds the loop through a per-thread "running loop" and an event loop policy. We
+# have one thread and one loop at a time, so a module global is enough: Futures and Tasks
+# use it to reach call_soon without a loop being passed to each of them.
+_current_loop: EventLoop | None = None
+
+
+def get_event_loop() -> EventLoop:
+    """Return the current event loop, creating one if there is none."""
+    return _current_loop or EventLoop()  # a new loop makes itself the current one
+
+
+def set_event_loop(loop: EventLoop | None) -> None:
+    """Make `loop` the one get_event_loop() returns (None: forget the current loop)."""
+    global _current_loop
+    _current_loop = loop

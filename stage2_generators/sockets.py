@@ -1,0 +1,84 @@
+"""Stage 2 socket coroutines ("Factoring Coroutines With yield from"): waits end in a Future."""
+
+# Connect, send and receive without blocking the loop. In stage 1 the code after an I/O wait
+# lived in the next callback. Here the callback only resolves a Future, and that code follows
+# the `yield from` in the coroutine. asyncio offers the same three operations as
+# loop.sock_connect(), loop.sock_sendall() and loop.sock_recv().
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
+
+from .futures import Coroutine, Future
+from .loop import get_event_loop
+
+T = TypeVar("T")
+
+
+def _when_ready(sock: socket.socket, writable: bool, attempt: Callable[[], T]) -> Coroutine[T]:
+    # Wait until `sock` is readable (or writable), then return attempt()'s result. Every
+    # coroutine below suspends here, so the registration and the error handling live in one place.
+    loop = get_event_loop()
+    fut: Future[T] = Future()
+
+    # The chapter's on_connected and on_readable, in one: it runs in the loop, not the coroutine.
+    def on_ready() -> None:
+        if fut.done():  # we were cancelled while this call sat in the ready queue
+            return
+        try:
+            fut.set_result(attempt())
+        except (BlockingIOError, InterruptedError):
+            return  # a spurious wake-up: try again next time
+        except Exception as exc:
+            # Usually an OSError such as ConnectionResetError. We also pass on bugs (say, a str
+            # given to send()): the loudest place for them is the coroutine that made the call.
+            # Escaping to the loop they would only be logged, and logged again on every turn,
+            # since the socket stays ready while the coroutine waits forever. SystemExit and
+            # KeyboardInterrupt are not Exceptions, so they still stop the loop at once.
+            fut.set_exception(exc)
+
+    add = loop.add_writer if writable else loop.add_reader
+    remove = loop.remove_writer if writable else loop.remove_reader
+    add(sock, on_ready)
+    try:
+        return (yield from fut)  # suspends: waits for the socket to be ready
+    finally:
+        remove(sock)  # on success, error and cancel alike
+
+
+def sock_connect(sock: socket.socket, address: tuple[str, int]) -> Coroutine[None]:
+    """Connect the non-blocking `sock`; raise OSError (e.g. ConnectionRefusedError) on failure."""
+    try:
+        sock.connect(address)
+        return  # connected at once
+    except (BlockingIOError, InterruptedError):
+        pass  # the handshake goes on in the kernel; the socket turns writable when it ends
+
+    def check_connected() -> None:
+        # Writable means the handshake ended, not that it succeeded: SO_ERROR tells which.
+        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            raise OSError(err, os.strerror(err))  # OSError picks the subclass for errno
+
+    yield from _when_ready(sock, True, check_connected)  # suspends: waits for the handshake
+
+
+def sock_sendall(sock: socket.socket, data: bytes) -> Coroutine[None]:
+    """Send all of `data`, waiting whenever the send buffer is full; OSError on failure."""
+    remaining = memoryview(data)  # slicing a memoryview does not copy the bytes
+    # CPython tries send() at once and waits only if it would block; we always wait first,
+    # which costs one trip through the loop and keeps the code short.
+    while remaining:
+        # suspends: waits for room in the send buffer. send() may take only part of `remaining`.
+        sent = yield from _when_ready(sock, True, partial(sock.send, remaining))
+        remaining = remaining[sent:]
+
+
+def sock_recv(sock: socket.socket, n: int) -> Coroutine[bytes]:
+    """Receive up to `n` bytes (b"" when the peer has closed); OSError on failure."""
+    # suspends: waits for the socket to be readable
+    return (yield from _when_ready(sock, False, partial(sock.recv, n)))

@@ -1,0 +1,127 @@
+"""Stage 2 tasks ("Building Coroutines With Generators"): no more state saved by hand."""
+
+# A Task drives a generator coroutine from one `yield from` to the next; sleep() and wait_for()
+# are the two coroutines asyncio keeps in the same module. In stage 1 a fetch kept its state on
+# a Fetcher object between callbacks ("state saved by hand"). Here the state lives in the
+# generator's own frame, and a Task resumes that frame.
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from .futures import CancelledError, Coroutine, Future
+from .loop import get_event_loop
+
+T = TypeVar("T")
+
+
+class Task(Future[T]):
+    """A coroutine wrapped in a Future."""
+
+    # "Coordinating Coroutines": a task resolves itself with its coroutine's return value or
+    # exception, so other coroutines can `yield from task` and run_until_complete can wait.
+
+    def __init__(self, coro: Coroutine[T]) -> None:
+        super().__init__()
+        self._coro = coro
+        # The future the coroutine is paused on, so that cancel() can cancel it too. It is
+        # None only while a step is scheduled or running.
+        self._waiting_on: Future[Any] | None = None
+        self._must_cancel = False
+        # The first step is scheduled, not run here: creating a task never runs its code
+        # in the middle of the caller's code.
+        get_event_loop().call_soon(self._step)
+
+    def cancel(self) -> bool:
+        """Raise CancelledError at the coroutine's paused `yield from`; False if already done."""
+        # The coroutine may catch CancelledError to clean up (a finally block runs); the task
+        # counts as cancelled once the error propagates out of it.
+        if self.done():
+            return False
+        # The chapter's cancel() throws CancelledError in at once. We note the request instead
+        # and wake the task by cancelling the future it waits for; its next step throws the
+        # error. So the coroutine's cleanup runs from the loop like any other step, not nested
+        # inside whoever called cancel(), and no stale wake-up arrives after it.
+        self._must_cancel = True
+        if self._waiting_on is not None:
+            self._waiting_on.cancel()
+        return True
+
+    def _step(self, exc: BaseException | None = None, value: Any = None) -> None:
+        # Run the coroutine until its next pause. The paused generator frame *is* the
+        # continuation: stage 1 had to spell it out as the next callback, while here send()
+        # or throw() simply resumes the frame.
+        self._waiting_on = None
+        if self._must_cancel:
+            exc, self._must_cancel = CancelledError(), False
+        # throw() is the cure for stack ripping: the exception appears inside the coroutine at
+        # the very `yield from` that waited. A try/except there catches it, and if nothing
+        # does, its traceback lists every coroutine frame, not just the loop's.
+        try:
+            yielded = self._coro.send(value) if exc is None else self._coro.throw(exc)
+        except StopIteration as stop:
+            self.set_result(stop.value)  # the task resolves itself with the return value
+        except CancelledError:
+            super().cancel()
+        except Exception as error:
+            self.set_exception(error)
+        # KeyboardInterrupt and SystemExit propagate out of the loop; CPython also records
+        # them on the task first.
+        else:
+            # Thanks to `yield from` delegation, `yielded` is the future that the innermost
+            # sub-coroutine is waiting for: every `yield from` in between passed it up unchanged,
+            # and will pass the outcome down again when we resume the outermost frame.
+            if isinstance(yielded, Future):
+                # If cancel() was called while the coroutine ran (a task cancelling itself), the
+                # next step still throws CancelledError; CPython also cancels `yielded` at once.
+                self._waiting_on = yielded
+                yielded.add_done_callback(self._wakeup)
+            else:
+                # A bare `yield` where `yield from` was meant. Throwing the error in, at the
+                # next step, puts the offending line in the traceback.
+                bad_yield = RuntimeError(f"a task may only yield Futures, not {yielded!r}")
+                get_event_loop().call_soon(self._step, bad_yield)
+
+    def _wakeup(self, awaited: Future[Any]) -> None:
+        # Done callback of the awaited future: resume the coroutine with its outcome. The
+        # value is sent so that the chapter's early style, `chunk = yield future`, also works;
+        # with `yield from future`, Future.__iter__ reads the result itself.
+        exc = CancelledError() if awaited.cancelled() else awaited.exception()
+        self._step(exc, awaited._result)  # the value only matters when exc is None
+
+
+def sleep(delay: float) -> Coroutine[None]:
+    """Pause the calling coroutine for `delay` seconds while others run."""
+    fut: Future[None] = Future()
+    handle = get_event_loop().call_later(delay, _wake_sleeper, fut)
+    try:
+        yield from fut  # suspends: waits for the timer
+    finally:
+        handle.cancel()  # on cancel, do not leave the timer behind
+
+
+def _wake_sleeper(fut: Future[None]) -> None:
+    if not fut.done():  # the sleeper may have been cancelled just before the timer fired
+        fut.set_result(None)
+
+
+def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
+    """Run `coro` as a Task and return its result; after `timeout` s cancel it: TimeoutError."""
+    # The cancelled coroutine stops at its pause and runs its finally blocks, so a stuck read
+    # unregisters its socket before TimeoutError reaches the caller.
+    task = Task(coro)
+    timed_out = False
+
+    def on_timeout() -> None:
+        nonlocal timed_out
+        timed_out = task.cancel()
+
+    handle = get_event_loop().call_later(timeout, on_timeout)
+    try:
+        return (yield from task)  # suspends: waits for the task or the timeout
+    except CancelledError as exc:
+        if timed_out:
+            raise TimeoutError(f"timed out after {timeout} s") from exc
+        raise  # we were cancelled ourselves: Task.cancel() passed it on to `task`
+    finally:
+        handle.cancel()

@@ -1,0 +1,398 @@
+"""Tests for stage 1: the hand-made event loop, and sockets that never leak.
+
+Plain synchronous tests.  Small servers run in daemon threads on 127.0.0.1, because
+the crawler blocks the test's thread in its own select() loop.  The last tests check
+stage 1 against stage 3 and the test site's oracle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import selectors
+import socket
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import stage1_callbacks
+from shared.crawling import Options
+from stage1_callbacks import crawler as stage1_crawler
+from stage1_callbacks.crawler import Crawler, Fetcher
+from stage1_callbacks.loop import Callback, EventLoop
+
+# --- small local servers ----------------------------------------------------------------
+
+
+def page(body: str, status: int = 200, content_type: str = "text/html") -> bytes:
+    """Return a complete HTTP response with a Content-Length."""
+    data = body.encode()
+    head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
+    return (head + f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
+
+
+def links(*paths: str) -> bytes:
+    """Return an HTML page linking to these paths."""
+    return page("".join(f'<a href="{path}">{path}</a>' for path in paths))
+
+
+@contextlib.contextmanager
+def raw_server(answer: Callable[[str], bytes]) -> Iterator[str]:
+    """Serve ``answer(path)``'s bytes to each request, one connection at a time.
+
+    Yields the base URL.  The whole request is read before answering, however long
+    it is, so a test can make the crawler send its request in pieces.
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)  # so the thread notices the stop flag
+    stop = threading.Event()
+
+    def serve_forever() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(5)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = conn.recv(1 << 20)
+                    if not chunk:
+                        break
+                    request += chunk
+                if request:
+                    path = request.split(b" ", 2)[1].decode()
+                    conn.sendall(answer(path))
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def closed_port_url() -> str:
+    """Return a URL on a 127.0.0.1 port that nothing listens on (connect is refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[str]:
+    """A socket that listens but never accepts: connects succeed, no answer ever comes."""
+    with socket.create_server(("127.0.0.1", 0), backlog=16) as listener:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+
+
+# --- watching the crawler's loop ------------------------------------------------------
+
+
+class SpyLoop(EventLoop):
+    """An EventLoop that remembers every socket registered with it, and what was left."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sockets: list[socket.socket] = []
+        self.left_registered: dict[int, Any] | None = None
+
+    def register(self, sock: socket.socket, events: int, callback: Callback) -> None:
+        if sock not in self.sockets:
+            self.sockets.append(sock)
+        super().register(sock, events, callback)
+
+    def close(self) -> None:
+        self.left_registered = dict(self.selector.get_map())
+        super().close()
+
+
+@pytest.fixture
+def loops(monkeypatch: pytest.MonkeyPatch) -> list[SpyLoop]:
+    """The SpyLoops the stage 1 crawler makes during the test (one per crawl)."""
+    made: list[SpyLoop] = []
+
+    def make(*args: Any, **kwargs: Any) -> SpyLoop:
+        made.append(SpyLoop(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(stage1_crawler, "EventLoop", make)
+    return made
+
+
+def assert_all_closed(loop: SpyLoop) -> None:
+    """Nothing is left in the selector, every socket is closed, and the selector too."""
+    assert loop.sockets, "the crawl opened no socket at all"
+    assert loop.left_registered == {}
+    assert all(sock.fileno() == -1 for sock in loop.sockets)
+    assert loop.selector.get_map() is None  # closed
+
+
+def open_fds() -> int:
+    """Count this process's open file descriptors."""
+    return len(os.listdir("/proc/self/fd"))
+
+
+def wait_for(condition: Callable[[], bool], limit: float = 2.0) -> bool:
+    """Poll until condition() is true or ``limit`` seconds have passed; return the last answer."""
+    deadline = time.monotonic() + limit
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return condition()
+
+
+# --- the event loop on its own ----------------------------------------------------------
+
+
+def test_timers_fire_in_time_order_and_a_cancelled_one_never() -> None:
+    loop = EventLoop()
+    fired: list[str] = []
+    loop.call_later(0.03, fired.append, "late")
+    loop.call_later(0.01, fired.append, "early-1")
+    cancelled = loop.call_later(0.02, fired.append, "cancelled")
+    loop.call_later(0.01, fired.append, "early-2")  # same time: set second, runs second
+    loop.call_soon(fired.append, "soon")
+    cancelled.cancel()
+    loop.run_until(lambda: "late" in fired)
+    loop.close()
+    assert fired == ["soon", "early-1", "early-2", "late"]
+
+
+def test_run_until_with_nothing_to_wait_for_raises_instead_of_hanging() -> None:
+    loop = EventLoop()
+    with pytest.raises(RuntimeError, match="nothing to wait for"):
+        loop.run_until(lambda: False)
+    loop.close()
+
+
+def test_an_exception_in_a_callback_goes_to_the_handler_with_that_callback() -> None:
+    caught: list[tuple[Exception, Callback]] = []
+    loop = EventLoop(lambda exc, callback: caught.append((exc, callback)))
+    ran: list[str] = []
+
+    def bad() -> None:
+        raise ValueError("bad callback")
+
+    loop.call_soon(bad)
+    loop.call_soon(ran.append, "after")
+    loop.run_until(lambda: bool(ran))
+    loop.close()
+    assert ran == ["after"]  # the loop went on
+    [(exc, callback)] = caught
+    assert isinstance(exc, ValueError) and callback is bad
+
+
+def test_the_default_handler_logs_a_traceback_that_starts_in_the_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = EventLoop()
+
+    def bad() -> None:
+        raise ValueError("bad callback")
+
+    loop.call_soon(bad)
+    loop.call_later(0.01, lambda: None)
+    with caplog.at_level(logging.ERROR):
+        loop.run_until(lambda: bool(caplog.records))
+    loop.close()
+    [record] = caplog.records
+    assert record.exc_info is not None
+    frames = [frame.name for frame in traceback.extract_tb(record.exc_info[2])]
+    # Stack ripping: the loop and the callback, and nothing of whoever scheduled it.
+    assert frames == ["_run", "bad"]
+
+
+def test_a_socket_unregistered_earlier_in_the_same_turn_gets_no_callback() -> None:
+    loop = EventLoop()
+    pairs = [socket.socketpair(), socket.socketpair()]
+    ran: list[int] = []
+
+    def make_callback(me: int) -> Callback:
+        def callback(key: object, mask: int) -> None:
+            ran.append(me)
+            loop.unregister(pairs[1 - me][0])  # the other socket: its event is stale now
+
+        return callback
+
+    for i, (reader, writer) in enumerate(pairs):
+        writer.send(b"x")
+        loop.register(reader, selectors.EVENT_READ, make_callback(i))
+    loop.run_until(lambda: bool(ran))
+    loop.close()
+    for pair in pairs:
+        for sock in pair:
+            sock.close()
+    assert len(ran) == 1  # both were ready, but the first callback unregistered the second
+
+
+def test_a_timer_cancelled_by_a_socket_callback_of_the_same_turn_does_not_fire() -> None:
+    loop = EventLoop()
+    reader, writer = socket.socketpair()
+    fired: list[str] = []
+    timer = loop.call_soon(fired.append, "timer")  # due at once, like a timeout that ran out
+
+    def on_readable(key: object, mask: int) -> None:
+        fired.append("socket")
+        timer.cancel()  # the response beat its own timeout
+        loop.unregister(reader)
+
+    writer.send(b"x")
+    loop.register(reader, selectors.EVENT_READ, on_readable)
+    loop.run_until(lambda: bool(fired))
+    loop.close()
+    reader.close()
+    writer.close()
+    assert fired == ["socket"]
+
+
+# --- every path closes its socket -------------------------------------------------------
+
+
+def test_success_closes_the_socket(loops: list[SpyLoop]) -> None:
+    with raw_server(lambda path: page("<p>hello</p>")) as base:
+        result = stage1_callbacks.crawl([base])
+    [stat] = result.fetches
+    assert (stat.status, stat.error, stat.tries) == (200, None, 1)
+    assert_all_closed(loops[0])
+
+
+def test_connection_refused_closes_the_socket_and_counts_every_try(
+    loops: list[SpyLoop],
+) -> None:
+    result = stage1_callbacks.crawl([closed_port_url()], Options(max_tries=3))
+    [stat] = result.fetches
+    assert stat.status is None and stat.tries == 3
+    assert stat.error is not None and "ConnectionRefusedError" in stat.error
+    assert len(loops[0].sockets) == 3  # a new socket per try
+    assert_all_closed(loops[0])
+
+
+def test_timeout_closes_the_socket_and_is_a_failed_try(loops: list[SpyLoop]) -> None:
+    with silent_server() as base:
+        start = time.monotonic()
+        result = stage1_callbacks.crawl([base], Options(timeout=0.2, max_tries=2))
+        elapsed = time.monotonic() - start
+    [stat] = result.fetches
+    assert stat.status is None and stat.tries == 2
+    assert stat.error is not None and stat.error.startswith("TimeoutError")
+    assert 0.4 <= elapsed < 2.0
+    assert_all_closed(loops[0])
+
+
+def test_a_garbage_answer_is_a_failed_try(loops: list[SpyLoop]) -> None:
+    with raw_server(lambda path: b"SPAM SPAM SPAM\r\n\r\n") as base:
+        result = stage1_callbacks.crawl([base], Options(max_tries=2))
+    [stat] = result.fetches
+    assert stat.status is None and stat.tries == 2
+    assert stat.error is not None and stat.error.startswith("WireError")
+    assert_all_closed(loops[0])
+
+
+def test_a_request_bigger_than_the_socket_buffer_is_sent_in_pieces(
+    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    padding = "X-Padding: " + "p" * (8 * 1024 * 1024) + "\r\n"
+    original = stage1_crawler.request_bytes
+    monkeypatch.setattr(
+        stage1_crawler,
+        "request_bytes",
+        lambda url: original(url).replace(b"\r\n", b"\r\n" + padding.encode(), 1),
+    )
+    calls: list[int] = []
+    on_writable = Fetcher._on_writable
+
+    def counting(self: Fetcher, key: Any, mask: int) -> None:
+        calls.append(len(self.unsent))
+        on_writable(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_writable", counting)
+    with raw_server(lambda path: page("<p>big request</p>")) as base:
+        result = stage1_callbacks.crawl([base])
+    [stat] = result.fetches
+    assert stat.status == 200
+    assert len(calls) > 1  # the socket took the request in more than one send()
+    assert_all_closed(loops[0])
+
+
+def test_an_exception_in_a_callback_is_recorded_for_its_url_and_the_crawl_goes_on(
+    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    pages = {"/": links("/a", "/b", "/c"), "/a": links("/e"), "/b": links("/d")}
+    original = Crawler.parse_links
+
+    def parse_links(self: Crawler, url: str, text: str) -> set[str]:
+        if url.endswith("/b"):
+            raise RuntimeError("parse error")
+        return original(self, url, text)
+
+    monkeypatch.setattr(Crawler, "parse_links", parse_links)
+    with (
+        raw_server(lambda path: pages.get(path, page("<p>leaf</p>"))) as base,
+        caplog.at_level(logging.ERROR),
+    ):
+        result = stage1_callbacks.crawl([base])
+    by_path = {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
+    assert set(by_path) == {"/", "/a", "/b", "/c", "/e"}  # /d only /b links to
+    assert by_path["/b"].error == "RuntimeError: parse error"
+    assert by_path["/b"].tries == 1
+    assert all(by_path[p].status == 200 for p in ("/", "/a", "/c", "/e"))
+    assert not result.interrupted
+    assert_all_closed(loops[0])
+    # Stack ripping: the traceback begins in the loop and shows the callback chain
+    # from the readable socket on, but nothing of work() or fetch(), which began it.
+    [logged] = [r for r in caplog.records if r.getMessage().startswith("while fetching")]
+    assert logged.exc_info is not None
+    frames = [frame.name for frame in traceback.extract_tb(logged.exc_info[2])]
+    assert frames[:2] == ["_run", "_on_readable"]
+    assert "work" not in frames and "fetch" not in frames
+
+
+def test_ctrl_c_closes_every_socket_and_returns_the_partial_result(
+    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_connected = Fetcher._on_connected
+    connected: list[str] = []
+
+    def interrupting(self: Fetcher, key: Any, mask: int) -> None:
+        on_connected(self, key, mask)
+        connected.append(self.url)
+        if len(connected) == 3:
+            raise KeyboardInterrupt  # no Exception: the loop lets it through
+
+    monkeypatch.setattr(Fetcher, "_on_connected", interrupting)
+    with silent_server() as base:
+        before = open_fds()
+        roots = [base + name for name in ("a", "b", "c", "d")]
+        result = stage1_callbacks.crawl(roots, Options(max_tasks=4))
+        assert wait_for(lambda: open_fds() == before)
+    assert result.interrupted
+    assert {stat.url for stat in result.fetches} == set(roots)  # all four were in flight
+    assert all(stat.error == "interrupted before the response" for stat in result.fetches)
+    assert_all_closed(loops[0])
+
+
+def test_a_crawl_leaves_no_file_descriptor_open() -> None:
+    pages = {"/": links("/a", "/missing", "/junk"), "/a": links("/")}
+    answers = {"/missing": page("gone", 404), "/junk": b"NOT HTTP\r\n\r\n"}
+    with raw_server(lambda path: pages.get(path) or answers[path]) as base:
+        before = open_fds()
+        result = stage1_callbacks.crawl([base, closed_port_url()], Options(max_tries=2))
+        # The server thread may still be closing its end of the last connection.
+        assert wait_for(lambda: open_fds() == before), f"{open_fds()} open, {before} before"
+    assert len(result.fetches) == 5
+
+
+def test_https_is_refused_with_a_clear_error_and_no_socket(loops: list[SpyLoop]) -> None:
+    result = stage1_callbacks.crawl(["https://127.0.0.1:1/"])
+    [stat] = result.fetches
+    assert stat.error == "NotImplementedError: stage 1 speaks plain http only"
+    assert stat.tries == 1
+    assert loops[0].sockets == []

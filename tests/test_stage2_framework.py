@@ -1,0 +1,506 @@
+"""Unit tests for the stage 2 framework: the chapter's claims about coroutines, as tests.
+
+Plain synchronous tests: each one makes a fresh EventLoop, drives coroutines with
+run_until_complete() and closes the loop.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import selectors
+import socket
+import time
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
+from stage2_generators.loop import EventLoop, get_event_loop
+from stage2_generators.queues import Queue, QueueEmpty
+from stage2_generators.sockets import sock_connect, sock_recv, sock_sendall
+from stage2_generators.tasks import Task, sleep, wait_for
+
+STAGE2_DIR = Path(__file__).resolve().parent.parent / "stage2_generators"
+
+
+@pytest.fixture
+def loop() -> Iterator[EventLoop]:
+    """A fresh event loop, closed after the test."""
+    event_loop = EventLoop()
+    yield event_loop
+    event_loop.close()
+
+
+def frame_names(exc: BaseException) -> list[str]:
+    """Return the function names in the traceback of `exc`, outermost first."""
+    return [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
+
+
+# --- Futures --------------------------------------------------------------------------------
+
+
+def test_set_result_twice_raises_invalid_state(loop: EventLoop) -> None:
+    """A future changes state once: a second set_result or set_exception is an error."""
+    fut: Future[int] = Future()
+    fut.set_result(1)
+    with pytest.raises(InvalidStateError):
+        fut.set_result(2)
+    with pytest.raises(InvalidStateError):
+        fut.set_exception(ValueError("too late"))
+    assert fut.result() == 1
+
+
+def test_result_depends_on_state(loop: EventLoop) -> None:
+    """result() raises InvalidStateError, the stored error or CancelledError, by state."""
+    pending: Future[int] = Future()
+    with pytest.raises(InvalidStateError):
+        pending.result()
+    failed: Future[int] = Future()
+    failed.set_exception(ValueError("bad"))
+    with pytest.raises(ValueError, match="bad"):
+        failed.result()
+    assert isinstance(failed.exception(), ValueError)
+    cancelled: Future[int] = Future()
+    assert cancelled.cancel() is True
+    assert cancelled.cancel() is False
+    assert cancelled.cancelled() and cancelled.done()
+    with pytest.raises(CancelledError):
+        cancelled.result()
+
+
+def test_done_callbacks_run_through_the_loop(loop: EventLoop) -> None:
+    """Done callbacks go through call_soon, also when added to a future that is already done."""
+    fut: Future[str] = Future()
+    seen: list[str] = []
+    fut.add_done_callback(lambda f: seen.append(f.result()))
+    fut.set_result("early")
+    assert seen == [], "callbacks are scheduled with call_soon, not run inline"
+    fut.add_done_callback(lambda f: seen.append("late"))  # already done: scheduled at once
+    loop.run_once()
+    assert seen == ["early", "late"]
+
+
+def test_a_done_future_resumes_its_waiter_at_once(loop: EventLoop) -> None:
+    """Footnote 12: `yield from` a done future does not pause; a pending one goes to the Task."""
+    done: Future[int] = Future()
+    done.set_result(42)
+
+    def waiter(fut: Future[int]) -> Coroutine[int]:
+        return (yield from fut)
+
+    # Footnote 12: no pause, so the very first send() already finishes the coroutine.
+    with pytest.raises(StopIteration) as stop:
+        waiter(done).send(None)
+    assert stop.value.value == 42
+    # A pending future, by contrast, is yielded to the driver.
+    pending: Future[int] = Future()
+    assert waiter(pending).send(None) is pending
+
+
+# --- Tasks: stack ripping cured ----------------------------------------------------------------
+
+
+def raise_after_pause() -> Coroutine[None]:
+    """Pause once, then fail: the exception starts inside the coroutine."""
+    yield from sleep(0)
+    raise ValueError("raised after a pause")
+
+
+def fail_from_loop() -> Coroutine[None]:
+    """Wait for a future that a loop callback fails: the exception arrives from outside."""
+    fut: Future[None] = Future()
+    get_event_loop().call_soon(fut.set_exception, ValueError("set by a callback"))
+    yield from fut
+
+
+@pytest.mark.parametrize("innermost", [raise_after_pause, fail_from_loop])
+def test_traceback_has_every_coroutine_frame(loop: EventLoop, innermost: Any) -> None:
+    """Stack ripping cured: the traceback shows both levels of `yield from` below the root."""
+
+    def middle() -> Coroutine[None]:
+        yield from innermost()
+
+    def outer() -> Coroutine[None]:
+        yield from middle()
+
+    with pytest.raises(ValueError) as info:
+        loop.run_until_complete(outer())
+    names = frame_names(info.value)
+    # Two levels of `yield from` below `outer`, all present and in call order.
+    expected = ["outer", "middle", innermost.__name__]
+    assert [name for name in names if name in expected] == expected
+
+
+def test_try_except_around_yield_from_catches_after_a_pause(loop: EventLoop) -> None:
+    """try/except around `yield from` works like around a call, even after a pause."""
+
+    def caller() -> Coroutine[str]:
+        try:
+            yield from raise_after_pause()
+        except ValueError as exc:
+            return f"caught {exc}"
+        return "not caught"
+
+    assert loop.run_until_complete(caller()) == "caught raised after a pause"
+
+
+def test_task_result_and_tasks_run_concurrently(loop: EventLoop) -> None:
+    """Tasks run side by side, and `yield from task` returns the coroutine's return value."""
+    order: list[str] = []
+
+    def worker(name: str, delay: float) -> Coroutine[str]:
+        yield from sleep(delay)
+        order.append(name)
+        return name.upper()
+
+    def main() -> Coroutine[list[str]]:
+        slow, fast = Task(worker("slow", 0.03)), Task(worker("fast", 0.01))
+        return [(yield from slow), (yield from fast)]
+
+    assert loop.run_until_complete(main()) == ["SLOW", "FAST"]
+    assert order == ["fast", "slow"]
+
+
+def test_yielding_a_non_future_fails_the_task(loop: EventLoop) -> None:
+    """A bare `yield` of a non-Future is a bug: the task fails with a RuntimeError."""
+
+    def buggy() -> Coroutine[None]:
+        yield 42  # type: ignore[misc]  # `yield` where `yield from` was meant
+
+    task = Task(buggy())
+    with pytest.raises(RuntimeError, match="only yield Futures") as info:
+        loop.run_until_complete(task)
+    assert "buggy" in frame_names(info.value)  # the error points at the bad yield
+
+
+# --- Cancellation ------------------------------------------------------------------------------
+
+
+def test_cancel_lands_at_the_paused_yield_from(loop: EventLoop) -> None:
+    """cancel() raises CancelledError at the paused `yield from`; its finally block runs."""
+    events: list[str] = []
+
+    def stuck() -> Coroutine[None]:
+        try:
+            events.append("paused")
+            yield from Future()  # nobody will ever resolve this
+            events.append("resumed")
+        finally:
+            events.append("finally")
+
+    def main() -> Coroutine[None]:
+        task = Task(stuck())
+        yield from sleep(0.01)
+        assert task.cancel() is True
+        yield from task
+
+    with pytest.raises(CancelledError):
+        loop.run_until_complete(main())
+    assert events == ["paused", "finally"]
+
+
+def test_a_coroutine_may_catch_cancellation(loop: EventLoop) -> None:
+    """A coroutine may catch CancelledError and return; the task then has a result."""
+
+    def stubborn() -> Coroutine[str]:
+        try:
+            yield from sleep(10)
+        except CancelledError:
+            return "cleaned up"
+        return "slept"
+
+    def main() -> Coroutine[tuple[str, bool]]:
+        task = Task(stubborn())
+        yield from sleep(0)
+        task.cancel()
+        result = yield from task
+        return result, task.cancelled()
+
+    assert loop.run_until_complete(main()) == ("cleaned up", False)
+
+
+def test_a_cancelled_task_reports_cancelled(loop: EventLoop) -> None:
+    """A task whose coroutine lets CancelledError out is cancelled, and result() raises it."""
+    task = Task(sleep(10))
+
+    def main() -> Coroutine[None]:
+        yield from sleep(0)
+        task.cancel()
+
+    loop.run_until_complete(main())
+    with pytest.raises(CancelledError):
+        loop.run_until_complete(task)
+    assert task.cancelled()
+    # sleep() cancelled its timer on the way out: nothing is left to fire in ten seconds.
+    assert all(handle._cancelled for _, _, handle in loop._timers)
+
+
+# --- The loop ----------------------------------------------------------------------------------
+
+
+def test_timers_fire_in_order(loop: EventLoop) -> None:
+    """Timers fire in time order, ties in the order they were set; a cancelled timer never fires."""
+    fired: list[str] = []
+    finished: Future[None] = Future()
+    loop.call_later(0.03, fired.append, "c")
+    loop.call_later(0.01, fired.append, "a")
+    loop.call_later(0.02, fired.append, "b1")
+    loop.call_later(0.02, fired.append, "b2")  # same time: runs after b1, in order of setting
+    loop.call_later(0.015, fired.append, "cancelled").cancel()
+    loop.call_later(0.04, finished.set_result, None)
+    start = time.monotonic()
+    loop.run_until_complete(finished)
+    assert fired == ["a", "b1", "b2", "c"]
+    assert time.monotonic() - start >= 0.04
+
+
+def test_an_exception_in_a_callback_is_logged_and_the_loop_goes_on(
+    loop: EventLoop, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exception escaping a plain callback is logged and the next callback still runs."""
+
+    def broken() -> None:
+        raise ZeroDivisionError("oops")
+
+    fut: Future[str] = Future()
+    loop.call_soon(broken)
+    loop.call_soon(fut.set_result, "still running")
+    with caplog.at_level(logging.ERROR, logger="stage2_generators.loop"):
+        assert loop.run_until_complete(fut) == "still running"
+    assert "Exception in callback" in caplog.text
+    assert "ZeroDivisionError: oops" in caplog.text
+
+
+def test_one_socket_can_wait_to_read_and_to_write(loop: EventLoop) -> None:
+    """Reader and writer share one selector key: register, modify, unregister."""
+    a, b = socket.socketpair()
+    with a, b:
+        loop.add_reader(a, lambda: None)
+        loop.add_writer(a, lambda: None)
+        assert loop._selector.get_key(a).events == selectors.EVENT_READ | selectors.EVENT_WRITE
+        assert loop.remove_reader(a) is True
+        assert loop._selector.get_key(a).events == selectors.EVENT_WRITE
+        assert loop.remove_writer(a) is True
+        assert len(loop._selector.get_map()) == 0
+        assert loop.remove_writer(a) is False
+
+
+def test_a_future_nobody_can_resolve_is_a_deadlock(loop: EventLoop) -> None:
+    """With nothing that could ever wake it, the loop raises instead of sleeping forever."""
+    with pytest.raises(RuntimeError, match="deadlock"):
+        loop.run_until_complete(Future())
+
+
+def test_ten_thousand_tasks_in_one_loop(loop: EventLoop) -> None:
+    """Coroutines are cheap: ten thousand tasks finish quickly in one thread."""
+    done: Future[int] = Future()
+    done.set_result(1)
+
+    def small(i: int) -> Coroutine[int]:
+        if i % 2:
+            yield from sleep(0)
+        else:
+            yield from done
+        return i
+
+    def main() -> Coroutine[int]:
+        tasks = [Task(small(i)) for i in range(10_000)]
+        total = 0
+        for task in tasks:
+            total += yield from task
+        return total
+
+    start = time.monotonic()
+    assert loop.run_until_complete(main()) == sum(range(10_000))
+    assert time.monotonic() - start < 10
+
+
+# --- Queue -------------------------------------------------------------------------------------
+
+
+def test_queue_get_waits_for_put(loop: EventLoop) -> None:
+    """get() pauses while the queue is empty and returns the item put later."""
+    q: Queue[str] = Queue()
+
+    def producer() -> Coroutine[None]:
+        yield from sleep(0.01)
+        q.put_nowait("item")
+
+    def consumer() -> Coroutine[str]:
+        Task(producer())
+        return (yield from q.get())
+
+    assert loop.run_until_complete(consumer()) == "item"
+    assert q.empty() and q.qsize() == 0
+    with pytest.raises(QueueEmpty):
+        q.get_nowait()
+
+
+def test_join_wakes_on_the_last_task_done_and_not_before(loop: EventLoop) -> None:
+    """join() returns when the count of unfinished items reaches zero, not before."""
+    q: Queue[int] = Queue()
+    for i in range(3):
+        q.put_nowait(i)
+    joined: list[str] = []
+
+    def joiner() -> Coroutine[None]:
+        yield from q.join()
+        joined.append("joined")
+
+    def main() -> Coroutine[None]:
+        waiting = Task(joiner())
+        for _ in range(3):
+            yield from sleep(0)  # give the joiner every chance to run
+            assert joined == [], "join() returned before the last task_done()"
+            q.get_nowait()
+            q.task_done()
+        yield from waiting
+        assert joined == ["joined"]
+
+    loop.run_until_complete(main())
+    with pytest.raises(ValueError):
+        q.task_done()
+
+
+def test_join_rearms_when_new_work_arrives(loop: EventLoop) -> None:
+    """Footnote 9: after the count was zero, new work makes join() wait again."""
+    q: Queue[int] = Queue()
+    loop.run_until_complete(q.join())  # nothing put yet: returns at once
+    q.put_nowait(1)
+    joiner = Task(q.join())
+
+    def main() -> Coroutine[bool]:
+        yield from sleep(0)
+        return joiner.done()
+
+    assert loop.run_until_complete(main()) is False
+    q.get_nowait()
+    q.task_done()
+    loop.run_until_complete(joiner)
+
+
+def test_a_cancelled_getter_does_not_lose_an_item(loop: EventLoop) -> None:
+    """A getter cancelled right after put_nowait() woke it does not strand the item."""
+    q: Queue[str] = Queue()
+    got: list[tuple[str, str]] = []
+
+    def getter(name: str) -> Coroutine[None]:
+        got.append((name, (yield from q.get())))
+
+    first, second = Task(getter("first")), Task(getter("second"))
+
+    def main() -> Coroutine[None]:
+        yield from sleep(0)  # both getters are now waiting
+        q.put_nowait("x")  # wakes the first getter...
+        first.cancel()  # ...which is cancelled before it can run
+        yield from second
+
+    loop.run_until_complete(main())
+    assert got == [("second", "x")]
+    assert first.cancelled()
+
+
+def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> None:
+    """Each join() waits on its own future, so cancelling one waiter spares the others."""
+    q: Queue[int] = Queue()
+    q.put_nowait(1)
+    quitter, stayer = Task(q.join()), Task(q.join())
+
+    def main() -> Coroutine[None]:
+        yield from sleep(0)  # both joiners are now waiting
+        quitter.cancel()
+        yield from sleep(0)
+        assert quitter.cancelled() and not stayer.done()
+        q.get_nowait()
+        q.task_done()
+        yield from stayer
+
+    loop.run_until_complete(main())
+
+
+# --- Sockets -----------------------------------------------------------------------------------
+
+
+def test_wait_for_timeout_cancels_a_stuck_recv(loop: EventLoop) -> None:
+    """A timeout cancels the read at its pause, and its finally block unregisters the socket."""
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    with a, b:
+        with pytest.raises(TimeoutError):
+            loop.run_until_complete(wait_for(sock_recv(a, 100), timeout=0.05))
+        # The cancelled read left through its finally block and unregistered the socket.
+        assert len(loop._selector.get_map()) == 0
+
+
+def test_wait_for_returns_the_result_in_time(loop: EventLoop) -> None:
+    """wait_for() passes the result through when the coroutine beats the timeout."""
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    with a, b:
+        b.sendall(b"hello")
+        assert loop.run_until_complete(wait_for(sock_recv(a, 100), timeout=5)) == b"hello"
+        assert len(loop._selector.get_map()) == 0
+
+
+def test_sock_connect_to_a_closed_port_is_refused(loop: EventLoop) -> None:
+    """A refused connection surfaces as ConnectionRefusedError, read from SO_ERROR."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nobody listens here once probe is closed
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        with pytest.raises(ConnectionRefusedError):
+            loop.run_until_complete(sock_connect(sock, ("127.0.0.1", port)))
+        assert len(loop._selector.get_map()) == 0
+
+
+def test_connect_sendall_recv_round_trip(loop: EventLoop) -> None:
+    """Echo 2 MiB over 127.0.0.1: connect, partial sends and reads all complete."""
+    payload = bytes(range(256)) * 8192  # 2 MiB: more than the buffers hold, so sends are partial
+
+    def echo(conn: socket.socket) -> Coroutine[None]:
+        while chunk := (yield from sock_recv(conn, 65536)):
+            yield from sock_sendall(conn, chunk)
+
+    def client(listener: socket.socket, sock: socket.socket) -> Coroutine[bytes]:
+        yield from sock_connect(sock, listener.getsockname())
+        conn, _ = listener.accept()  # the handshake is complete, so accept() does not block
+        conn.setblocking(False)
+        with conn:
+            server = Task(echo(conn))
+            sender = Task(sock_sendall(sock, payload))  # send while we receive
+            received = bytearray()
+            while len(received) < len(payload):
+                received += yield from sock_recv(sock, 65536)
+            yield from sender
+            sock.shutdown(socket.SHUT_WR)  # the echo loop sees b"" and ends
+            yield from server
+        return bytes(received)
+
+    with socket.create_server(("127.0.0.1", 0)) as listener, socket.socket() as sock:
+        sock.setblocking(False)
+        assert loop.run_until_complete(client(listener, sock)) == payload
+        assert len(loop._selector.get_map()) == 0
+
+
+# --- No asyncio in stage 2 ---------------------------------------------------------------------
+
+
+def test_no_module_in_stage2_imports_asyncio() -> None:
+    """Stage 2 builds its own framework: no module in it imports asyncio."""
+    sources = sorted(STAGE2_DIR.glob("*.py"))
+    assert sources, f"no Python files in {STAGE2_DIR}"
+    for path in sources:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            else:
+                continue
+            for module in modules:
+                assert module.split(".")[0] != "asyncio", f"{path.name} imports {module}"
