@@ -10,7 +10,7 @@ import pytest
 from shared.cli import parse_args
 from shared.crawling import BaseCrawler, Options, root_url
 from shared.links import parse_links
-from shared.report import CrawlResult, FetchStatistic, format_stat, report, write_json
+from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
 from shared.urls import UrlRules, normalize
 
@@ -248,7 +248,7 @@ def test_only_200_pages_of_parsed_types_are_read() -> None:
     assert crawler.record_response(
         "http://h/x.xml", 10, page("<a href=/y/>", 200, "application/xml"), 1
     )
-    stats = crawler.by_url = {s.url: s for s in crawler.done}
+    stats = {s.url: s for s in crawler.done}
     assert stats["http://h/404"].encoding is None and stats["http://h/404"].num_urls == 0
     assert stats["http://h/x.xml"].encoding == "utf-8"
 
@@ -406,3 +406,23 @@ def test_command_line_usage_errors_exit_2(
         parse_args("x", argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_progress_line_redraws_at_most_once_per_interval() -> None:
+    out = io.StringIO()
+    progress = Progress(out, interval=0.1)
+    progress.update(1.00, 1, 5, 2)
+    progress.update(1.05, 2, 4, 2)  # too soon: not drawn
+    progress.update(1.20, 3, 3, 2)
+    progress.close()
+    assert out.getvalue() == (
+        "\r\x1b[Kdone 1  queued 5  in flight 2\r\x1b[Kdone 3  queued 3  in flight 2\r\x1b[K"
+    )
+
+
+def test_crawler_with_progress_draws_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    crawler = BaseCrawler(["http://h/"], Options(progress=True))
+    crawler.begin("http://h/")
+    crawler.record_response("http://h/", 10, page("<a href=/a>"), 1)
+    crawler.result()
+    assert "done 1  queued 1  in flight 0" in capsys.readouterr().err
