@@ -53,6 +53,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-pages", type=int, metavar="N", help="fetch at most N URLs")
     parser.add_argument("--json", metavar="PATH", help="write the result as JSON ('-': stdout)")
+    parser.add_argument(
+        "--fail-on",
+        metavar="SUBSTRING",
+        help="make link parsing raise for URLs containing this (the stack-ripping demo)",
+    )
     loud = parser.add_mutually_exclusive_group()
     loud.add_argument("-v", "--verbose", action="count", default=0, help="more log (-vv: debug)")
     loud.add_argument("-q", "--quiet", action="store_true", help="no progress, errors only")
@@ -77,6 +82,7 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
             strict=args.strict,
             timeout=args.timeout,
             max_pages=args.max_pages,
+            fail_on=args.fail_on,
             progress=not args.quiet and sys.stderr.isatty(),
         )
         if args.exclude:

@@ -46,6 +46,7 @@ class Options:
     strict: bool = True
     timeout: float = 10.0
     max_pages: int | None = None
+    fail_on: str | None = None
     progress: bool = False
 
     def __post_init__(self) -> None:
@@ -57,6 +58,10 @@ class Options:
             raise ValueError(f"timeout must be > 0 seconds (got {self.timeout})")
         if self.max_pages is not None and self.max_pages < 1:
             raise ValueError(f"max_pages must be >= 1 (got {self.max_pages})")
+
+
+class ParseError(Exception):
+    """Raised on purpose by --fail-on, to show where each stage's traceback leads."""
 
 
 def root_url(root: str) -> str:
@@ -138,7 +143,13 @@ class BaseCrawler:
         self.record(FetchStatistic(url, error=describe(exc), tries=tries))
 
     def parse_links(self, url: str, text: str) -> set[str]:
-        """Return the links of a page that this crawl may follow."""
+        """Return the links of a page that this crawl may follow.
+
+        With --fail-on, raise for URLs containing that string: a stand-in for a bug in
+        the parser, to compare what each stage's traceback tells (stack ripping).
+        """
+        if self.options.fail_on and self.options.fail_on in url:
+            raise ParseError(f"--fail-on {self.options.fail_on!r} matched {url}")
         return {link for link in parse_links(url, text) if self.rules.allowed(link)}
 
     def record_response(

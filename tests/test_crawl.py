@@ -239,3 +239,16 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130(stage: ModuleType, tmp_p
         # Every URL the crawler touched is in the report, with its status or its error.
         assert requested <= recorded
         assert 15 <= len(recorded) < len(site.expected(base_url))
+
+
+def test_fail_on_records_the_error_and_the_crawl_goes_on(
+    stage: ModuleType, default_site: tuple[Site, str]
+) -> None:
+    """The stack-ripping demo's switch: each stage records the bug and crawls on."""
+    site, base_url = default_site
+    result = stage.crawl([base_url], Options(fail_on="/traps/"))
+    failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
+    assert base_url + "traps/" in failed
+    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
+    pages = {url for url in site.expected(base_url) if "/p/" in url}
+    assert pages and pages <= result.urls  # the generated pages were crawled all the same
