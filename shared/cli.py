@@ -54,6 +54,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--max-pages", type=int, metavar="N", help="fetch at most N URLs")
     parser.add_argument("--json", metavar="PATH", help="write the result as JSON ('-': stdout)")
     parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="add each fetch's start and end time to the JSON",
+    )
+    parser.add_argument(
         "--fail-on",
         metavar="SUBSTRING",
         help="make link parsing raise for URLs containing this (the stack-ripping demo)",
@@ -123,8 +128,8 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     # With --json -, stdout carries the JSON alone, so the report moves to stderr.
     report(result, sys.stderr if args.json == "-" else sys.stdout)
     if args.json == "-":
-        write_json(result, sys.stdout)
+        write_json(result, sys.stdout, timeline=args.timeline)
     elif args.json:
         with open(args.json, "w", encoding="utf-8") as out:
-            write_json(result, out)
+            write_json(result, out, timeline=args.timeline)
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK

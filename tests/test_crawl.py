@@ -195,9 +195,12 @@ def run_stage(
 
 def test_cli_json_to_stdout_alone(stage: ModuleType, default_site: tuple[Site, str]) -> None:
     site, base_url = default_site
-    done = run_stage(stage, base_url, "--json", "-", "-q")
+    done = run_stage(stage, base_url, "--json", "-", "-q", "--timeline")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
+    timeline = {url: (start, end) for url, start, end in doc["timeline"]}
+    assert timeline.keys() == {f["url"] for f in doc["fetches"]}
+    assert all(0 <= start <= end <= doc["elapsed_s"] for start, end in timeline.values())
     assert doc["stage"] == stage.__name__ and doc["interrupted"] is False
     assert {f["url"] for f in doc["fetches"]} == set(site.expected(base_url))
     assert "Finished" in done.stderr
