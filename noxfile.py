@@ -60,3 +60,19 @@ def stage2(session: nox.Session) -> None:
 def stage3(session: nox.Session) -> None:
     """Crawl with stage 3 (asyncio and aiohttp). No args: the built-in test site."""
     run_stage(session, "stage3_asyncio")
+
+
+@nox.session(python=False)
+def diff(session: nox.Session) -> None:
+    """Show two stages' crawlers side by side: `nox -s diff -- stage2 stage3` (the default)."""
+    names = session.posargs or ["stage2", "stage3"]
+    if len(names) != 2:
+        session.error("give two stages, for example: nox -s diff -- stage1 stage2")
+    packages = {
+        "stage1": "stage1_callbacks",
+        "stage2": "stage2_generators",
+        "stage3": "stage3_asyncio",
+    }
+    files = [f"{packages.get(name, name)}/crawler.py" for name in names]
+    # diff exits 1 when the files differ, which is the whole point here.
+    session.run("diff", "-u", *files, external=True, success_codes=[0, 1])
