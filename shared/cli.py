@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from shared.crawling import Options, root_url
 from shared.report import CrawlResult, report, write_json
+from shared.tls import ssl_context
 
 Crawl = Callable[[Sequence[str], Options], CrawlResult]
 
@@ -51,7 +52,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, default=10.0, metavar="S", help="seconds per request (10)"
     )
-    parser.add_argument("--max-pages", type=int, metavar="N", help="fetch at most N URLs")
+    parser.add_argument(
+        "--max-pages", type=int, metavar="N", help="fetch at most N pages (robots.txt aside)"
+    )
     parser.add_argument("--json", metavar="PATH", help="write the result as JSON ('-': stdout)")
     parser.add_argument(
         "--timeline",
@@ -62,6 +65,18 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "--fail-on",
         metavar="SUBSTRING",
         help="make link parsing raise for URLs containing this (the stack-ripping demo)",
+    )
+    trust = parser.add_mutually_exclusive_group()
+    trust.add_argument(
+        "--insecure",
+        action="store_true",
+        help="do not verify TLS certificates (a warning is logged)",
+    )
+    trust.add_argument(
+        "--cafile", metavar="PATH", help="also trust the CA certificates in this PEM file"
+    )
+    parser.add_argument(
+        "--ignore-robots", action="store_true", help="neither fetch nor obey robots.txt"
     )
     loud = parser.add_mutually_exclusive_group()
     loud.add_argument("-v", "--verbose", action="count", default=0, help="more log (-vv: debug)")
@@ -89,13 +104,20 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
             max_pages=args.max_pages,
             fail_on=args.fail_on,
             progress=not args.quiet and sys.stderr.isatty(),
+            insecure=args.insecure,
+            cafile=args.cafile,
+            ignore_robots=args.ignore_robots,
         )
         if args.exclude:
             re.compile(args.exclude)
+        if args.cafile:
+            ssl_context(cafile=args.cafile)  # a usage error now, not a failed crawl later
     except re.error as exc:
         parser.error(f"--exclude is not a valid regular expression: {exc}")
     except ValueError as exc:
         parser.error(str(exc))
+    except OSError as exc:  # ssl.SSLError is one too: a file that holds no certificate
+        parser.error(f"--cafile {args.cafile}: cannot load it: {exc}")
     return args, options
 
 

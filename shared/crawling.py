@@ -3,8 +3,9 @@
 Each stage's ``Crawler`` subclasses :class:`BaseCrawler` and adds only what the
 chapter is about: how to wait for many sockets at once (``crawl``, ``work``,
 ``fetch``).  What a response means, which links to follow, how redirects coalesce,
-how many pages may be fetched and what is recorded live here, written once, so the
-three stages cannot drift apart and ``diff`` between them shows only the mechanism.
+how many pages may be fetched, what robots.txt allows, which failures are worth
+another try and what is recorded live here, written once, so the three stages
+cannot drift apart and ``diff`` between them shows only the mechanism.
 
 None of this needs a lock, in any stage: all three run one thread, and a crawler is
 only interrupted where it waits (a callback returning, a ``yield from``, an ``await``).
@@ -13,6 +14,7 @@ only interrupted where it waits (a callback returning, a ``yield from``, an ``aw
 from __future__ import annotations
 
 import logging
+import ssl
 import sys
 import time
 from collections.abc import Sequence
@@ -30,6 +32,8 @@ from shared.responses import (
     is_redirect,
     redirect_target,
 )
+from shared.robots import Robots, robots_url, skipped
+from shared.tls import certificate_error, ssl_context
 from shared.urls import UrlRules, normalize
 
 LOGGER = logging.getLogger("crawler")
@@ -48,6 +52,9 @@ class Options:
     max_pages: int | None = None
     fail_on: str | None = None
     progress: bool = False
+    insecure: bool = False
+    cafile: str | None = None
+    ignore_robots: bool = False
 
     def __post_init__(self) -> None:
         """Reject settings no crawl can run with, saying what to use instead."""
@@ -58,6 +65,8 @@ class Options:
             raise ValueError(f"timeout must be > 0 seconds (got {self.timeout})")
         if self.max_pages is not None and self.max_pages < 1:
             raise ValueError(f"max_pages must be >= 1 (got {self.max_pages})")
+        if self.insecure and self.cafile is not None:
+            raise ValueError("insecure and cafile contradict each other: choose one")
 
 
 class ParseError(Exception):
@@ -76,16 +85,24 @@ def root_url(root: str) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    """Return an error message for a record: the exception's type and text."""
+    """Return an error message for a record: the exception's type and text.
+
+    A certificate that does not verify is named by the ssl module's own error in
+    every stage, even where a library wrapped it in one of its own.
+    """
+    exc = certificate_error(exc) or exc
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class BaseCrawler:
-    """Bookkeeping shared by every stage: seen URLs, records, the page budget.
+    """Bookkeeping shared by every stage: seen URLs, records, the page budget, robots.txt.
 
-    A stage takes ``(url, redirects left)`` pairs from its queue, calls
-    :meth:`begin`, fetches, then reports the outcome with :meth:`record_response`
+    A stage takes ``(url, redirects left)`` pairs from its queue.  If
+    :meth:`robots_txt` names a robots.txt, the stage waits until it is known: the
+    first page of an origin calls :meth:`begin_robots` and fetches it like any URL,
+    later pages of the origin wait for that fetch.  Then the stage calls
+    :meth:`begin`, fetches, and reports the outcome with :meth:`record_response`
     (which returns the pairs to queue next) or :meth:`record_failure`.
     """
 
@@ -105,6 +122,13 @@ class BaseCrawler:
         self.requested = 0  # URLs claimed by begin(), for --max-pages
         self.timeline: list[tuple[str, float, float]] = []
         self.progress = Progress(sys.stderr) if options.progress else None
+        self.ssl_context = ssl_context(insecure=options.insecure, cafile=options.cafile)
+        self.robots_rules = None if options.ignore_robots else Robots()  # None: --ignore-robots
+        if options.insecure:
+            LOGGER.warning(
+                "--insecure: TLS certificates are NOT verified; anyone between us and a"
+                " site can pretend to be it"
+            )
         self.t0 = time.monotonic()
 
     def now(self) -> float:
@@ -115,13 +139,58 @@ class BaseCrawler:
         """The first ``(url, redirects left)`` pairs to queue: the roots."""
         return [(root, self.max_redirect) for root in self.roots]
 
+    def pages_spent(self) -> bool:
+        """Tell whether --max-pages pages have been claimed already."""
+        return self.options.max_pages is not None and self.requested >= self.options.max_pages
+
+    def robots_txt(self, url: str) -> str | None:
+        """Return the robots.txt URL a stage must fetch, or wait for, before fetching url.
+
+        None when there is nothing to wait for: robots.txt is ignored, the origin's
+        rules are known already, or --max-pages is spent (url will not be fetched).
+        """
+        if self.robots_rules is None or self.pages_spent() or self.robots_rules.known(url):
+            return None
+        return robots_url(url)
+
+    def begin_robots(self, url: str) -> None:
+        """Claim the fetch of an origin's robots.txt: in flight, but outside --max-pages."""
+        assert self.robots_rules is not None, "robots.txt is ignored in this crawl"
+        self.robots_rules.pending.add(url)
+        self.seen_urls.add(url)  # a link to it, found later, does not fetch it again
+        self.in_flight[url] = self.now()
+
     def begin(self, url: str) -> bool:
-        """Claim a URL for fetching; False when --max-pages is spent (it is then skipped)."""
-        if self.options.max_pages is not None and self.requested >= self.options.max_pages:
+        """Claim a URL for fetching, once its origin's robots.txt is known; False to skip it.
+
+        A URL is skipped when --max-pages is spent (not recorded), when robots.txt
+        forbids it (recorded, with no tries), or when it is its origin's robots.txt,
+        fetched and recorded already.
+        """
+        if self.pages_spent():
             LOGGER.debug("skipping %r: --max-pages reached", url)
             return False
+        if self.robots_rules is not None:
+            if url in self.robots_rules.parsed:
+                return False  # a root or a link that was its origin's robots.txt
+            if not self.robots_rules.allows(url):
+                LOGGER.debug("skipping %r: disallowed by robots.txt", url)
+                self.record(skipped(url))
+                return False
         self.requested += 1
         self.in_flight[url] = self.now()
+        return True
+
+    def handshake_done(self, url: str, sock: ssl.SSLSocket) -> None:
+        """Log a finished TLS handshake (stages 1 and 2; aiohttp does stage 3's unseen)."""
+        checked = "not verified" if self.options.insecure else "verified"
+        LOGGER.info("TLS handshake for %r done: %s, certificate %s", url, sock.version(), checked)
+
+    def _learn_robots(self, url: str, response: Response | None) -> bool:
+        """If url is a robots.txt being fetched, learn its rules and return True."""
+        if self.robots_rules is None or url not in self.robots_rules.pending:
+            return False
+        self.robots_rules.learn(url, response)
         return True
 
     def record(self, stat: FetchStatistic) -> None:
@@ -137,9 +206,21 @@ class BaseCrawler:
         """Note a failed try that will be tried again (or given up by the caller)."""
         LOGGER.info("try %d for %r raised %s", tries, url, describe(exc))
 
+    def give_up(self, tries: int, exc: BaseException) -> bool:
+        """Tell whether a failed try was the last: --max-tries reached, or no use trying again.
+
+        A certificate that does not verify fails the same way every time, so it is
+        recorded at once rather than asked for --max-tries times.
+        """
+        return tries >= self.max_tries or certificate_error(exc) is not None
+
     def record_failure(self, url: str, tries: int, exc: BaseException) -> None:
-        """Record a URL for which no complete response came back."""
+        """Record a URL for which no complete response came back.
+
+        A robots.txt that could not be fetched allows everything.
+        """
         LOGGER.error("%r failed after %d tries: %s", url, tries, describe(exc))
+        self._learn_robots(url, None)
         self.record(FetchStatistic(url, error=describe(exc), tries=tries))
 
     def parse_links(self, url: str, text: str) -> set[str]:
@@ -159,14 +240,19 @@ class BaseCrawler:
 
         Redirects are followed by the crawler itself, as in the chapter, so that paths
         which join on one target fetch it once ("redirect coalescing").  Only 200
-        responses of a parsed type are read for links.
+        responses of a parsed type are read for links.  A robots.txt is obeyed and
+        recorded, never read for links nor followed.
         """
         media_type, charset = content_type(response)
         stat = FetchStatistic(url, response.status, content_type=media_type, tries=tries)
+        robots = self._learn_robots(url, response)
         if response.too_large:
             self.record(replace(stat, error=f"body larger than {MAX_BODY} bytes"))
             return []
         stat = replace(stat, size=len(response.body))
+        if robots:
+            self.record(stat)
+            return []
         if is_redirect(response.status):
             next_url = redirect_target(url, response)
             self.record(replace(stat, next_url=next_url))

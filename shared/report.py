@@ -18,7 +18,8 @@ class FetchStatistic:
     """Everything the crawler learned about one URL.
 
     ``status`` is None and ``error`` a message when no complete response came back
-    after every try.  ``next_url`` is the absolute target of a redirect.  ``size``
+    after every try, or when the URL was skipped without a try (``tries`` 0: robots.txt
+    forbids it).  ``next_url`` is the absolute target of a redirect.  ``size``
     is the body's length in bytes.  ``num_urls`` counts the distinct links in scope
     the page holds and ``num_new_urls`` those not seen before (which depends on the
     order pages were fetched in, so it differs from run to run).
@@ -84,6 +85,8 @@ def write_json(result: CrawlResult, out: TextIO, *, timeline: bool = False) -> N
 def format_stat(stat: FetchStatistic) -> str:
     """Return the one report line for a record."""
     if stat.status is None:
+        if stat.tries == 0:
+            return f"{stat.url} skipped: {stat.error}"
         return f"{stat.url} error: {stat.error} ({stat.tries} tries)"
     line = f"{stat.url} {stat.status}"
     if stat.next_url:
@@ -107,7 +110,10 @@ def report(result: CrawlResult, out: TextIO) -> None:
     """Print a line per URL, sorted, then the totals and the crawl's speed."""
     for stat in sorted(result.fetches, key=lambda s: s.url):
         print(format_stat(stat), file=out)
-    statuses = Counter("error" if s.status is None else str(s.status) for s in result.fetches)
+    statuses = Counter(
+        str(s.status) if s.status is not None else "error" if s.tries else "skipped"
+        for s in result.fetches
+    )
     count = len(result.fetches)
     rate = count / result.elapsed_s if result.elapsed_s > 0 else 0.0
     print(

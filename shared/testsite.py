@@ -15,7 +15,7 @@ Shape of the site
 * With ``traps=True`` (the default) the root also links to ``/traps/``, a hub for the
   pages listed in :data:`TRAPS`: odd link spellings, redirects of every kind, errors,
   a flaky page, non-HTML bodies, XML, foreign and invalid links, charsets declared in
-  every way, broken bytes and a 1 MB page.
+  every way, broken bytes, a 1 MB page, and private pages for robots.txt to forbid.
 * With ``hostile=True`` the root also links to the pages in :data:`HOSTILE`, which
   misbehave at the HTTP level (no answer, reset, short body, garbage, 20 MB, random
   bytes).  With ``wide=N`` it links to ``/wide/0`` .. ``/wide/N-1``, slow tiny pages.
@@ -47,9 +47,27 @@ Records worth knowing
   decoded: ``encoding`` None); ``binary`` is a parsed text/html page with no links.
 * No correct crawler ever requests a path starting with :data:`NEVER`.
 
+robots.txt
+----------
+A crawl begins with ``/robots.txt``, so the oracle has a record for it: a 404 unless
+the site serves one.  With ``robots="rules"`` it serves :data:`ROBOTS_TXT`, which
+forbids the paths starting with one of :data:`DISALLOWED` (the private trap pages and,
+robots.txt rules being prefixes, ``/p/7``, ``/p/70`` .. ``/p/79`` and so on).  The
+oracle decides from :data:`DISALLOWED` itself, not by parsing the file: a forbidden URL
+it reaches gets a record with no tries, and its links are never found.  ``"silent"``,
+``"garbage"`` and ``"broken"`` robots.txt files answer nothing, random bytes and a 500:
+each allows everything.
+
+HTTPS
+-----
+``serve(site, tls=local_tls(directory))`` serves the same site over https, with a
+certificate for 127.0.0.1 and localhost from a throw-away CA (made by ``trustme``, a
+test dependency), and yields "https://127.0.0.1:PORT/".  A crawler trusts that CA with
+``--cafile`` (``Options(cafile=...)``).
+
 The base URL passed to :meth:`Site.expected` must be the one :func:`serve` yields
-("http://127.0.0.1:PORT/"): absolute links in the pages are written with the address
-the server is bound to.
+("http://127.0.0.1:PORT/" or "https://..."): absolute links in the pages are written
+with the scheme and address the server is bound to.
 """
 
 from __future__ import annotations
@@ -59,11 +77,15 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import importlib
 import logging
+import os
 import random
 import re
 import socket
+import ssl
 import struct
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -75,12 +97,17 @@ from aiohttp import web
 
 __all__ = [
     "CHAIN_LENGTH",
+    "DISALLOWED",
     "HOSTILE",
     "HUGE_SIZE",
     "NEVER",
+    "ROBOTS_KINDS",
+    "ROBOTS_TXT",
     "TRAPS",
     "Expected",
+    "ServerTLS",
     "Site",
+    "local_tls",
     "main",
     "serve",
 ]
@@ -141,6 +168,8 @@ TRAPS: dict[str, str] = {
     "bad_utf8": "/traps/bad-utf8",
     "big": "/traps/big",
     "no_type": "/traps/no-type",
+    "private": "/traps/private/",
+    "private_page": "/traps/private/page",
 }
 
 #: Every path starting with this appears only where a crawler must not look for links
@@ -152,6 +181,22 @@ NEVER = "/traps/never/"
 HOSTILE: dict[str, str] = {
     name: f"/hostile/{name}" for name in ("silent", "reset", "short", "garbage", "huge", "binary")
 }
+
+#: Path prefixes that the site's robots.txt forbids (with ``robots="rules"``).
+DISALLOWED = ("/traps/private/", "/p/7")
+
+#: The robots.txt served with ``robots="rules"``: a group for some other crawler, which
+#: ours must not obey, and the group for everyone else, which it must.
+ROBOTS_TXT = (
+    "# robots.txt of the crawler500 test site\n"
+    "User-agent: SomeOtherBot\n"
+    "Disallow: /\n"
+    "\n"
+    "User-agent: *\n" + "".join(f"Disallow: {prefix}\n" for prefix in DISALLOWED)
+)
+
+#: What ``Site(robots=...)`` may serve at /robots.txt (None, the default: a 404).
+ROBOTS_KINDS = ("rules", "silent", "garbage", "broken")
 
 # Hostile pages that never give a complete response: every try fails.
 _FAILING_KINDS = frozenset({"silent", "reset", "short", "garbage"})
@@ -209,7 +254,7 @@ class _Resource:
     parser finds after joining and normalising, restricted to this host.  ``target`` is a
     redirect's canonical target: an in-site path, or an absolute URL on another host.
     Bodies are templates in which ``{origin}``, ``{netloc}`` and ``{port}`` are replaced
-    by the served address.
+    by the served address, and ``{SCHEME}`` by its scheme in upper case.
     """
 
     kind: str = "static"
@@ -299,6 +344,7 @@ def _traps() -> dict[str, _Resource]:
         "bad_utf8",
         "big",
         "no_type",
+        "private",
     ]
     # Relative spellings ("dir/spellings") resolve against /traps/.
     items = "".join(
@@ -321,7 +367,7 @@ def _traps() -> dict[str, _Resource]:
 <li><a href="sub/../a">dot-dot inside the path</a></li>
 <li><a href="/traps/dir/a">root-relative</a></li>
 <li><a href="{origin}/traps/dir/a">absolute</a></li>
-<li><a href="HTTP://{netloc}/traps/dir/a#Section">upper-case scheme, fragment</a></li>
+<li><a href="{SCHEME}://{netloc}/traps/dir/a#Section">upper-case scheme, fragment</a></li>
 <li><a href="//{netloc}/traps/dir/b">scheme-relative</a></li>
 <li><a href="../target">parent directory</a></li>
 <li><a href="../../">two levels up: the root</a></li>
@@ -421,7 +467,7 @@ def _traps() -> dict[str, _Resource]:
     t["/r/302"] = _redirect(302, "../traps/land/302", "/traps/land/302")
     t["/r/303"] = _redirect(303, "/traps/land/303", "/traps/land/303")
     t["/r/307"] = _redirect(307, "//{netloc}/traps/land/307", "/traps/land/307")
-    t["/r/308"] = _redirect(308, "HTTP://{netloc}/traps/land/308#frag", "/traps/land/308")
+    t["/r/308"] = _redirect(308, "{SCHEME}://{netloc}/traps/land/308#frag", "/traps/land/308")
     for status in (300, 301, 302, 303, 307, 308):
         t[f"/traps/land/{status}"] = _leaf(f"Landed from a {status}")
     t["/r/away"] = _redirect(
@@ -599,6 +645,14 @@ def _traps() -> dict[str, _Resource]:
     for n in range(1, 4):
         t[f"/traps/big/{n}"] = _leaf(f"Linked from the big page {n}")
 
+    # Pages that robots.txt forbids when the site serves one; ordinary pages otherwise.
+    t["/traps/private/"] = _html(
+        "Private",
+        '<p><a href="page">a private page</a> <a href="/traps/">back</a></p>',
+        ["/traps/private/page", "/traps/"],
+    )
+    t["/traps/private/page"] = _leaf("A private page")
+
     # A response without a Content-Type header: recorded, not parsed.
     t["/traps/no-type"] = _Resource(
         kind="raw",
@@ -619,6 +673,20 @@ _NOT_FOUND = _Resource(
 def _binary_body() -> bytes:
     """Deterministic random bytes with no "<", so no parser can find a tag in them."""
     return random.Random(20240601).randbytes(64 * 1024).replace(b"<", b"?")
+
+
+def _robots_resource(kind: str) -> _Resource:
+    """What /robots.txt answers with ``Site(robots=kind)``."""
+    if kind == "rules":
+        body = ROBOTS_TXT.encode()
+        return _Resource(content_type="text/plain; charset=utf-8", body=body, encoding=None)
+    if kind == "silent":
+        return _Resource(kind="silent", content_type=None)
+    if kind == "garbage":  # a 200 whose body holds no rule at all
+        return _Resource(content_type="text/plain", body=_binary_body(), encoding=None)
+    if kind == "broken":
+        return _Resource(status=500, body=b"<html><body>robots.txt is broken</body></html>\n")
+    raise ValueError(f"robots must be None or one of {', '.join(ROBOTS_KINDS)} (got {kind!r})")
 
 
 def _hostile_resources() -> dict[str, _Resource]:
@@ -662,12 +730,13 @@ def _origin(base_url: str) -> str:
 
 def _fill(template: bytes, origin: str) -> bytes:
     """Put the served address into a body or header template."""
-    netloc = origin.split("://", 1)[1]
+    scheme, netloc = origin.split("://", 1)
     port = netloc.rpartition(":")[2]
     return (
         template.replace(b"{origin}", origin.encode())
         .replace(b"{netloc}", netloc.encode())
         .replace(b"{port}", port.encode())
+        .replace(b"{SCHEME}", scheme.upper().encode())
     )
 
 
@@ -689,9 +758,12 @@ class Site:
     ``random.Random(seed)``.  ``latency`` delays every response; ``traps`` adds the trap
     pages (:data:`TRAPS`), ``hostile`` the hostile ones (:data:`HOSTILE`), and ``wide``
     pages ``/wide/<i>`` linked from the root that each take ``wide_delay`` seconds.
+    ``robots`` chooses what /robots.txt answers: None (a 404) or one of
+    :data:`ROBOTS_KINDS`.
 
-    ``requests`` (canonical path+query -> count) and ``max_in_flight`` are observations
-    made by the server; :meth:`reset` clears them and re-arms the flaky page.
+    ``requests`` (canonical path+query -> count), ``user_agents`` (User-Agent header ->
+    count) and ``max_in_flight`` are observations made by the server; :meth:`reset`
+    clears them and re-arms the flaky page.
     """
 
     def __init__(
@@ -705,6 +777,7 @@ class Site:
         hostile: bool = False,
         wide: int = 0,
         wide_delay: float = 0.0,
+        robots: str | None = None,
     ) -> None:
         """Generate the site's link structure and filler text (bodies render on request)."""
         if pages < 1 or fanout < 1:
@@ -717,12 +790,14 @@ class Site:
         self.hostile = hostile
         self.wide = wide
         self.wide_delay = wide_delay
+        self.robots = robots
         self.requests: collections.Counter[str] = collections.Counter()
+        self.user_agents: collections.Counter[str] = collections.Counter()
         self.max_in_flight = 0
         self._in_flight = 0
         self._drop_counts: collections.Counter[str] = collections.Counter()
         # The definition never changes, so each walk of it is computed once.
-        self._walks: dict[tuple[str, int, str | None, int], _Walk] = {}
+        self._walks: dict[tuple[str, int, str | None, int, bool], _Walk] = {}
 
         rng = random.Random(seed)
         # A pool of paragraphs shared by all pages keeps memory flat for big sites; each
@@ -744,6 +819,8 @@ class Site:
         for i in range(wide):
             body = f"<html><body><p>Wide page {i}</p></body></html>\n".encode()
             self._specials[f"/wide/{i}"] = _Resource(kind="wide", body=body)
+        if robots is not None:
+            self._specials["/robots.txt"] = _robots_resource(robots)
 
     # ----------------------------------------------------------------- definition
 
@@ -820,20 +897,45 @@ class Site:
 
     # ----------------------------------------------------------------- oracle
 
-    def _walk(self, base_url: str, max_redirect: int, exclude: str | None, max_tries: int) -> _Walk:
+    def _walk(
+        self,
+        base_url: str,
+        max_redirect: int,
+        exclude: str | None,
+        max_tries: int,
+        ignore_robots: bool,
+    ) -> _Walk:
         """Breadth-first walk of the definition with the crawler's rules (memoised)."""
-        key = (base_url, max_redirect, exclude, max_tries)
+        key = (base_url, max_redirect, exclude, max_tries, ignore_robots)
         if key not in self._walks:
-            self._walks[key] = self._compute_walk(base_url, max_redirect, exclude, max_tries)
+            self._walks[key] = self._compute_walk(*key)
         return self._walks[key]
 
+    def _robots_record(self, max_tries: int) -> Expected:
+        """The record of the /robots.txt fetch that begins every crawl that obeys it."""
+        res = self._resource("/robots.txt")
+        if res.kind in _FAILING_KINDS:
+            return Expected(None, None, None, None, 0, max_tries, True)
+        return Expected(res.status, None, _media_type(res.content_type), None, 0, 1, False)
+
     def _compute_walk(
-        self, base_url: str, max_redirect: int, exclude: str | None, max_tries: int
+        self,
+        base_url: str,
+        max_redirect: int,
+        exclude: str | None,
+        max_tries: int,
+        ignore_robots: bool,
     ) -> _Walk:
         """Walk the definition breadth-first, applying the crawl rules to every URL."""
         origin = _origin(base_url)
         pattern = re.compile(exclude) if exclude else None
         walk = _Walk()
+        # robots.txt is fetched first and recorded, but it is no page: it has no depth.
+        if not ignore_robots:
+            walk.records[origin + "/robots.txt"] = self._robots_record(max_tries)
+        # Decided from the site's own definition: the prefixes it writes into robots.txt.
+        obeyed = not ignore_robots and self.robots == "rules"
+        disallowed = DISALLOWED if obeyed else ()
 
         def allowed(url: str) -> bool:
             # Every in-site path is in scope by construction; only --exclude can refuse it.
@@ -845,6 +947,9 @@ class Site:
             path, redirects_left = queue.popleft()
             url = origin + path
             depth = walk.depth[url]
+            if path.startswith(disallowed):
+                walk.records[url] = Expected(None, None, None, None, 0, 0, True)  # skipped
+                continue
             res = self._resource(path)
             discovered: list[str] = []
             if res.kind in _FAILING_KINDS or res.drops >= max_tries:
@@ -886,9 +991,15 @@ class Site:
         max_redirect: int = 10,
         exclude: str | None = None,
         max_tries: int = 4,
+        ignore_robots: bool = False,
     ) -> dict[str, Expected]:
-        """The oracle: the record a correct crawl from base_url makes, per absolute URL."""
-        return dict(self._walk(base_url, max_redirect, exclude, max_tries).records)
+        """The oracle: the record a correct crawl from base_url makes, per absolute URL.
+
+        Unless ``ignore_robots``, that includes the record of /robots.txt, and a record
+        with no tries for each URL reached that robots.txt forbids.
+        """
+        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots)
+        return dict(walk.records)
 
     def levels(
         self,
@@ -897,9 +1008,14 @@ class Site:
         max_redirect: int = 10,
         exclude: str | None = None,
         max_tries: int = 4,
+        ignore_robots: bool = False,
     ) -> list[int]:
-        """How many URLs are first reached at each depth (0 = the root) of the crawl."""
-        depths = self._walk(base_url, max_redirect, exclude, max_tries).depth.values()
+        """How many URLs are first reached at each depth (0 = the root) of the crawl.
+
+        robots.txt is reached by no link, so it is in no level.
+        """
+        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots)
+        depths = walk.depth.values()
         sizes = [0] * (max(depths) + 1)
         for depth in depths:
             sizes[depth] += 1
@@ -908,6 +1024,7 @@ class Site:
     def reset(self) -> None:
         """Forget the observations and re-arm per-URL state such as the flaky page."""
         self.requests.clear()
+        self.user_agents.clear()
         self.max_in_flight = self._in_flight
         self._drop_counts.clear()
 
@@ -941,6 +1058,7 @@ class Site:
         """Count the request, wait the configured latency, then answer as defined."""
         path = _canonical(request.raw_path)
         self.requests[path] += 1
+        self.user_agents[request.headers.get("User-Agent", "")] += 1
         self._in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
@@ -989,8 +1107,8 @@ def _served_origin(request: web.Request) -> str:
     """The origin of the socket the request came in on, for absolute links."""
     sockname = request.transport.get_extra_info("sockname") if request.transport else None
     if sockname:
-        return f"http://{sockname[0]}:{sockname[1]}"
-    return f"http://{request.host}"
+        return f"{request.scheme}://{sockname[0]}:{sockname[1]}"
+    return f"{request.scheme}://{request.host}"
 
 
 def _send_raw(request: web.Request, data: bytes, *, reset: bool = False) -> web.StreamResponse:
@@ -1044,7 +1162,37 @@ class _ServerState:
     stop: asyncio.Event | None = None
 
 
-async def _run_server(site: Site, port: int, state: _ServerState) -> None:
+@dataclass(frozen=True)
+class ServerTLS:
+    """What serving https takes: the server's SSLContext, and the CA file clients must trust."""
+
+    context: ssl.SSLContext
+    cafile: str
+
+
+def local_tls(directory: str, hosts: Sequence[str] = ("127.0.0.1", "localhost")) -> ServerTLS:
+    """Make a throw-away CA and a certificate it signs for ``hosts``, for :func:`serve`.
+
+    The CA's certificate is written to a new PEM file in ``directory`` (give it to a
+    crawler with --cafile); its key stays in memory and is gone with the process, so it
+    can sign nothing else.  Raises RuntimeError if trustme is not installed.
+    """
+    # trustme is a test dependency: imported on demand, so that neither the crawlers nor
+    # their lint environment need it.
+    try:
+        trustme = importlib.import_module("trustme")
+    except ImportError as exc:
+        raise RuntimeError("serving https needs trustme: python -m pip install trustme") from exc
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)  # a server's context
+    ca.issue_cert(*hosts).configure_cert(context)
+    fd, cafile = tempfile.mkstemp(prefix="ca-", suffix=".pem", dir=directory)
+    os.close(fd)
+    ca.cert_pem.write_to_path(cafile)
+    return ServerTLS(context, cafile)
+
+
+async def _run_server(site: Site, port: int, state: _ServerState, tls: ServerTLS | None) -> None:
     """Serve until told to stop, then clean up; runs in the server thread's loop."""
     state.loop = asyncio.get_running_loop()
     state.stop = asyncio.Event()
@@ -1052,9 +1200,10 @@ async def _run_server(site: Site, port: int, state: _ServerState) -> None:
     runner = web.AppRunner(site.make_app(), shutdown_timeout=0.5)
     try:
         await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
+        context = tls.context if tls else None
+        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
         bound_port = runner.addresses[0][1]
-        state.url = f"http://127.0.0.1:{bound_port}/"
+        state.url = f"{'https' if tls else 'http'}://127.0.0.1:{bound_port}/"
     except BaseException as exc:
         state.error = exc
         state.ready.set()
@@ -1068,16 +1217,19 @@ async def _run_server(site: Site, port: int, state: _ServerState) -> None:
 
 
 @contextlib.contextmanager
-def serve(site: Site, port: int = 0) -> Iterator[str]:
+def serve(site: Site, port: int = 0, *, tls: ServerTLS | None = None) -> Iterator[str]:
     """Serve the site from a daemon thread with its own event loop on 127.0.0.1.
 
-    Yields the base URL "http://127.0.0.1:PORT/".  On exit the runner is cleaned up,
-    the loop stopped and the thread joined, so the port is closed afterwards.  A thread
-    is needed because stages 1 and 2 block the calling thread in their own select loop.
+    Yields the base URL "http://127.0.0.1:PORT/", or "https://127.0.0.1:PORT/" with
+    ``tls`` (see :func:`local_tls`).  On exit the runner is cleaned up, the loop stopped
+    and the thread joined, so the port is closed afterwards.  A thread is needed because
+    stages 1 and 2 block the calling thread in their own select loop.
     """
     state = _ServerState()
     thread = threading.Thread(
-        target=lambda: asyncio.run(_run_server(site, port, state)), name="testsite", daemon=True
+        target=lambda: asyncio.run(_run_server(site, port, state, tls)),
+        name="testsite",
+        daemon=True,
     )
     thread.start()
     state.ready.wait()
@@ -1104,6 +1256,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hostile", action="store_true", help="add misbehaving pages")
     parser.add_argument("--wide", type=int, default=0, help="number of slow /wide/ pages")
     parser.add_argument("--wide-delay", type=float, default=0.0, help="delay of /wide/ pages")
+    parser.add_argument(
+        "--robots", choices=ROBOTS_KINDS, help="what /robots.txt answers (default: a 404)"
+    )
+    parser.add_argument(
+        "--https", action="store_true", help="serve https, with a throw-away CA (needs trustme)"
+    )
     args = parser.parse_args(argv)
     site = Site(
         args.pages,
@@ -1114,17 +1272,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         hostile=args.hostile,
         wide=args.wide,
         wide_delay=args.wide_delay,
+        robots=args.robots,
     )
     # The access log lets the class watch the crawler's requests arrive.
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    with serve(site, args.port) as url:
-        count = len(site.expected(url))
-        print(f"Serving {count} URLs at {url}  (Ctrl-C to stop)", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            print("\nStopping.", flush=True)
+    with tempfile.TemporaryDirectory(prefix="testsite-") as directory:
+        tls = local_tls(directory) if args.https else None
+        with serve(site, args.port, tls=tls) as url:
+            count = len(site.expected(url))
+            print(f"Serving {count} URLs at {url}  (Ctrl-C to stop)", flush=True)
+            if tls is not None:
+                print(f"Its CA certificate: {tls.cafile}  (crawl with --cafile)", flush=True)
+            try:
+                while True:
+                    time.sleep(3600)
+            except KeyboardInterrupt:
+                print("\nStopping.", flush=True)
 
 
 if __name__ == "__main__":

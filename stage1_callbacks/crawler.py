@@ -1,9 +1,9 @@
 """Stage 1 of 3: a Fetcher per URL, carried from callback to callback by the event loop.
 
 Chapter: "Programming With Callbacks".  No coroutines yet: a fetch is a chain of
-callbacks (connected, writable, readable), and whatever one step needs from the
-step before it must be kept in the Fetcher's attributes.  What a response means is
-decided in shared/crawling.py, exactly as in the other stages.
+callbacks (connected, handshake for https, writable, readable), and whatever one step
+needs from the step before it must be kept in the Fetcher's attributes.  What a
+response means is decided in shared/crawling.py, exactly as in the other stages.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import ssl
 from collections import deque
 from collections.abc import Sequence
 from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
@@ -20,6 +21,7 @@ from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
 from shared.resolver import Resolver
 from shared.responses import Response
+from shared.tls import WOULD_BLOCK, tls_socket
 from stage1_callbacks.loop import Callback, EventLoop, TimerHandle
 
 CHUNK = 64 * 1024  # bytes asked of recv() at a time
@@ -66,20 +68,48 @@ class Fetcher:
         self.loop.register(self.sock, EVENT_WRITE, self._on_connected)
 
     def _on_connected(self, key: SelectorKey, mask: int) -> None:
-        """The connect finished: check how, then start sending the request."""
+        """The connect finished: check how, then start the TLS handshake or the request."""
         assert self.sock is not None  # the loop runs a callback only while its socket is open
         err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if err:
             self._fail(OSError(err, os.strerror(err)))  # e.g. ConnectionRefusedError
             return
-        self._on_writable(key, mask)
+        if self.url.startswith("https:"):
+            # The wrapped socket takes over the file descriptor, and the selector knows
+            # sockets by theirs: unregister the plain one first.
+            self.loop.unregister(self.sock)
+            self.sock = tls_socket(self.sock, self.url, self.crawler.ssl_context)
+            self._on_handshake(key, mask)
+        else:
+            self._on_writable(key, mask)
+
+    def _on_handshake(self, key: SelectorKey, mask: int) -> None:
+        """Take the TLS handshake one step further; once it is done, send the request.
+
+        The handshake is a few round trips with the server, so it is one more state in
+        the chain: this callback registers itself again until the TLS layer is done.
+        """
+        assert isinstance(self.sock, ssl.SSLSocket)
+        try:
+            self.sock.do_handshake()
+        except ssl.SSLWantReadError:  # the TLS layer waits for the server's next message
+            self.loop.register(self.sock, EVENT_READ, self._on_handshake)  # the continuation
+            return
+        except ssl.SSLWantWriteError:  # the TLS layer waits for room to send its own
+            self.loop.register(self.sock, EVENT_WRITE, self._on_handshake)  # the continuation
+            return
+        except OSError as exc:  # e.g. SSLCertVerificationError: the certificate did not verify
+            self._fail(exc)
+            return
+        self.crawler.handshake_done(self.url, self.sock)
+        self.loop.register(self.sock, EVENT_WRITE, self._on_writable)  # the continuation
 
     def _on_writable(self, key: SelectorKey, mask: int) -> None:
         """Send what the socket takes; wait again for the rest, or for the response."""
         assert self.sock is not None
         try:
             sent = self.sock.send(self.unsent)
-        except (BlockingIOError, InterruptedError):
+        except WOULD_BLOCK:
             return  # try again next time the socket is writable
         except OSError as exc:
             self._fail(exc)
@@ -93,19 +123,22 @@ class Fetcher:
     def _on_readable(self, key: SelectorKey, mask: int) -> None:
         """Feed what arrived to the parser; finish the try when the response is complete."""
         assert self.sock is not None
+        complete = False
         try:
-            chunk = self.sock.recv(CHUNK)
-            # An empty chunk means the peer closed: the end of the body, or a cut-off one.
-            complete = self.parser.feed(chunk) if chunk else self.parser.feed_eof()
-        except (BlockingIOError, InterruptedError):
-            return  # a spurious wake-up: stay registered and wait again
+            # Read until nothing is left, not just once: a TLS socket may hold decrypted
+            # bytes in its own buffer, which select() cannot see.
+            while not complete:
+                chunk = self.sock.recv(CHUNK)
+                # An empty chunk means the peer closed: the end of the body, or a cut-off one.
+                complete = self.parser.feed(chunk) if chunk else self.parser.feed_eof()
+        except WOULD_BLOCK:
+            # Nothing more for now.  The socket stays registered with this very
+            # callback, so the loop calls it again when more bytes arrive.
+            return
         except (OSError, WireError) as exc:
             self._fail(exc)
             return
-        if complete:
-            self._succeed(self.parser.response())
-        # Not complete: nothing to do.  The socket stays registered with this very
-        # callback, so the loop calls it again when more bytes arrive.
+        self._succeed(self.parser.response())
 
     def _on_timeout(self) -> None:
         """The try took longer than --timeout: abandon it as a failed try."""
@@ -124,7 +157,7 @@ class Fetcher:
     def _fail(self, exc: Exception) -> None:
         """Close the failed try; start another, or record the failure after the last."""
         self.close()
-        if self.tries < self.crawler.max_tries:
+        if not self.crawler.give_up(self.tries, exc):
             self.crawler.retrying(self.url, self.tries, exc)
             self.start()  # a new socket: a half-used connection is never reused
         else:
@@ -154,6 +187,7 @@ class Crawler(BaseCrawler):
         self.loop = EventLoop(self.callback_failed)
         self.q: deque[tuple[str, int]] = deque(self.start_items())
         self.fetchers: dict[str, Fetcher] = {}  # url -> its Fetcher, while in flight
+        self.parked: dict[str, list[tuple[str, int]]] = {}  # robots.txt URL -> pages waiting
         self.resolver = Resolver()
         try:
             self.work()
@@ -171,16 +205,23 @@ class Crawler(BaseCrawler):
         # fetch that finishes calls work() again, to start the next ones.
         while self.q and len(self.fetchers) < self.max_tasks:
             url, max_redirect = self.q.popleft()
-            if self.begin(url):
+            robots_url = self.robots_txt(url)
+            if robots_url is not None:
+                self.park(robots_url, url, max_redirect)
+            elif self.begin(url):
                 self.fetch(url, max_redirect)
+
+    def park(self, robots_url: str, url: str, max_redirect: int) -> None:
+        """Keep a page aside until its origin's robots.txt is in; the first one fetches it."""
+        # State saved by hand once more: stages 2 and 3 simply wait on a Task here.
+        if robots_url not in self.parked:
+            self.parked[robots_url] = []
+            self.begin_robots(robots_url)
+            self.fetch(robots_url, 0)  # a Fetcher like any other: it counts in --max-tasks
+        self.parked[robots_url].append((url, max_redirect))
 
     def fetch(self, url: str, max_redirect: int) -> None:
         """Start fetching one URL; from here on, its Fetcher's callbacks carry it."""
-        if not url.startswith("http://"):
-            # TLS would need a handshake state machine of its own (want-read,
-            # want-write), another set of callbacks; stage 1 leaves it out.
-            self.record_failure(url, 1, NotImplementedError("stage 1 speaks plain http only"))
-            return
         fetcher = self.fetchers[url] = Fetcher(self, url, max_redirect)
         # Started from the loop, not from here: then every step of every fetch runs
         # as a loop callback, under the loop's exception handler, and a fetch that
@@ -191,6 +232,8 @@ class Crawler(BaseCrawler):
         """Take a finished Fetcher out of flight, queue what it found, start more fetches."""
         del self.fetchers[fetcher.url]
         self.q.extend(items)
+        # If it was a robots.txt, the pages parked for it go back to the front of the queue.
+        self.q.extendleft(reversed(self.parked.pop(fetcher.url, [])))
         self.work()
 
     def callback_failed(self, exc: Exception, callback: Callback) -> None:

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from shared.trace import Tracer
+
 LOGGER = logging.getLogger(__name__)
 
 Callback = Callable[..., object]
@@ -59,10 +61,13 @@ class EventLoop:
     has long returned.  That loss is the chapter's "stack ripping".
     """
 
-    def __init__(self, exception_handler: ExceptionHandler = log_exception) -> None:
-        """Make a loop with its own selector; close() releases it."""
+    def __init__(
+        self, exception_handler: ExceptionHandler = log_exception, tracer: Tracer | None = None
+    ) -> None:
+        """Make a loop with its own selector; close() releases it.  A tracer sees every step."""
         self.selector = selectors.DefaultSelector()
         self.exception_handler = exception_handler
+        self.tracer = tracer
         # A heap of (when, sequence number, handle).  The sequence number breaks ties,
         # so timers due at the same time run in the order they were set, and two
         # handles are never compared.
@@ -126,6 +131,9 @@ class EventLoop:
             # An earlier callback of this turn may have unregistered this socket (and
             # a new socket may even have its file descriptor): run only current keys.
             if self.selector.get_map().get(key.fd) is key:
+                if self.tracer:
+                    event = "readable" if mask & selectors.EVENT_READ else "writable"
+                    self.tracer.callback(f"fd {key.fd}", event, key.data)
                 self._run(key.data, key, mask)  # the stored callback: the continuation
         now = self.time()
         while self._timers and self._timers[0][0] <= now:
@@ -133,6 +141,8 @@ class EventLoop:
             # Checked now, not when select() returned: a callback of this very turn
             # may have cancelled it (a response that beat its own timeout).
             if not handle.cancelled():
+                if self.tracer:
+                    self.tracer.callback("timer", "due", handle.callback)
                 self._run(handle.callback, *handle.args)
 
     def _run(self, callback: Callback, *args: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 from collections.abc import Sequence
 
 from shared.crawling import LOGGER, BaseCrawler, Options
@@ -17,14 +18,15 @@ from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
 from shared.resolver import Resolver
 from shared.responses import Response
+from shared.tls import tls_socket
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
-from stage2_generators.sockets import sock_connect, sock_recv, sock_sendall
+from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
 from stage2_generators.tasks import Task, wait_for
 
-# What a try can fail with: refused, reset, unknown host (all OSError), the timeout,
-# and a response that is not valid HTTP or ends too soon (WireError).
+# What a try can fail with: refused, reset, unknown host, a TLS failure (all OSError), the
+# timeout, and a response that is not valid HTTP or ends too soon (WireError).
 NETWORK_ERRORS = (OSError, WireError)
 
 
@@ -39,6 +41,7 @@ class Crawler(BaseCrawler):
         for item in self.start_items():
             self.q.put_nowait(item)
         self.resolver = Resolver()
+        self.robots_tasks: dict[str, Task[None]] = {}  # robots.txt URL -> the Task fetching it
         workers = [Task(self.work()) for _ in range(self.max_tasks)]
         try:
             yield from self.q.join()  # suspends: until task_done() matched every put
@@ -55,6 +58,7 @@ class Crawler(BaseCrawler):
         while True:
             url, max_redirect = yield from self.q.get()  # suspends: until a URL is queued
             try:
+                yield from self.robots(url)  # suspends: until the origin's robots.txt is known
                 if self.begin(url):
                     yield from self.fetch(url, max_redirect)
             except Exception as exc:
@@ -65,12 +69,18 @@ class Crawler(BaseCrawler):
             finally:
                 self.q.task_done()
 
+    def robots(self, url: str) -> Coroutine[None]:
+        """Wait until the robots.txt of url's origin is known; the first page fetches it."""
+        robots_url = self.robots_txt(url)
+        if robots_url is not None:
+            if robots_url not in self.robots_tasks:
+                self.begin_robots(robots_url)
+                # One Task per origin, in the place of this worker: the pages wait for it.
+                self.robots_tasks[robots_url] = Task(self.fetch(robots_url, 0))
+            yield from self.robots_tasks[robots_url]  # suspends: until robots.txt is in
+
     def fetch(self, url: str, max_redirect: int) -> Coroutine[None]:
         """Fetch one URL, trying again on network errors, and queue what it leads to."""
-        if not url.startswith("http://"):
-            # TLS on our own sockets is one more thing to build; stage 2 leaves it out.
-            self.record_failure(url, 1, NotImplementedError("stage 2 speaks plain http only"))
-            return
         tries = 0
         while True:
             tries += 1
@@ -79,7 +89,7 @@ class Crawler(BaseCrawler):
                 response = yield from wait_for(self.request(url), self.options.timeout)
                 break
             except NETWORK_ERRORS as exc:
-                if tries >= self.max_tries:
+                if self.give_up(tries, exc):
                     self.record_failure(url, tries, exc)
                     return
                 self.retrying(url, tries, exc)
@@ -91,15 +101,19 @@ class Crawler(BaseCrawler):
         family, sockaddr = self.resolver.resolve(url)
         # The socket is a local variable: whatever happens at a yield from (an error, a
         # cancel from wait_for), leaving this block closes it.  No state saved by hand.
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.setblocking(False)
-            yield from sock_connect(sock, sockaddr)  # suspends: until connected
-            yield from sock_sendall(sock, request_bytes(url))  # suspends: while sending
-            parser = ResponseParser()
-            while True:
-                chunk = yield from sock_recv(sock, 64 * 1024)  # suspends: until readable
-                if parser.feed(chunk) if chunk else parser.feed_eof():
-                    return parser.response()
+        with socket.socket(family, socket.SOCK_STREAM) as plain:
+            plain.setblocking(False)
+            yield from sock_connect(plain, sockaddr)  # suspends: until connected
+            with tls_socket(plain, url, self.ssl_context) as sock:  # https: the socket, wrapped
+                if isinstance(sock, ssl.SSLSocket):
+                    yield from sock_handshake(sock)  # suspends: while the handshake goes on
+                    self.handshake_done(url, sock)
+                yield from sock_sendall(sock, request_bytes(url))  # suspends: while sending
+                parser = ResponseParser()
+                while True:
+                    chunk = yield from sock_recv(sock, 64 * 1024)  # suspends: until readable
+                    if parser.feed(chunk) if chunk else parser.feed_eof():
+                        return parser.response()
 
 
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:

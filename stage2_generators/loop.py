@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from shared.trace import Tracer
+
 if TYPE_CHECKING:
     from .futures import Coroutine, Future
 
@@ -51,6 +53,7 @@ class EventLoop:
         # are never compared.
         self._timers: list[tuple[float, int, TimerHandle]] = []
         self._sequence = itertools.count()
+        self.tracer: Tracer | None = None  # --trace: Task._step reports each resumption
         # We only ever run one loop at a time, so the newest loop becomes the current one.
         set_event_loop(self)
 

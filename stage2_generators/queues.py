@@ -14,12 +14,9 @@ from .futures import Coroutine, Future
 T = TypeVar("T")
 
 
-class QueueEmpty(Exception):
-    """Raised by get_nowait() when the queue is empty."""
-
-
-# asyncio's Queue also has a maxsize and a put() coroutine that waits while the queue is full.
-# The crawler's queue is unbounded, so we left them out.
+# asyncio's Queue also has a maxsize and a put() coroutine that waits while the queue is full,
+# and get_nowait(), qsize() and empty(). The crawler's queue is unbounded and its workers always
+# wait in get(), so we left them out.
 class Queue(Generic[T]):
     """A first-in, first-out queue that counts unfinished work for join()."""
 
@@ -28,14 +25,6 @@ class Queue(Generic[T]):
         self._getters: list[Future[None]] = []  # one future per coroutine in get()
         self._joiners: list[Future[None]] = []  # one future per coroutine in join()
         self._unfinished_tasks = 0
-
-    def qsize(self) -> int:
-        """Return the number of items in the queue."""
-        return len(self._items)
-
-    def empty(self) -> bool:
-        """Return True if the queue has no items."""
-        return not self._items
 
     def put_nowait(self, item: T) -> None:
         """Add an item, count it as unfinished work and wake the waiting getters."""
@@ -46,12 +35,6 @@ class Queue(Generic[T]):
         # item, and get()'s `while` loop sends the ones that find the queue empty back to wait.
         # The cost is one step per idle worker when items trickle in one at a time.
         _wake_all(self._getters)
-
-    def get_nowait(self) -> T:
-        """Remove and return the next item; raise QueueEmpty if there is none."""
-        if not self._items:
-            raise QueueEmpty("the queue is empty; use `yield from queue.get()` to wait")
-        return self._items.popleft()
 
     def get(self) -> Coroutine[T]:
         """Remove and return the next item, waiting while the queue is empty."""

@@ -3,15 +3,20 @@
 # Connect, send and receive without blocking the loop. In stage 1 the code after an I/O wait
 # lived in the next callback. Here the callback only resolves a Future, and that code follows
 # the `yield from` in the coroutine. asyncio offers the same three operations as
-# loop.sock_connect(), loop.sock_sendall() and loop.sock_recv().
+# loop.sock_connect(), loop.sock_sendall() and loop.sock_recv(); sock_handshake() is ours, for
+# TLS on the same socket (asyncio puts TLS in its transports instead).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import ssl
 from collections.abc import Callable
 from functools import partial
 from typing import TypeVar
+
+from shared.tls import WOULD_BLOCK
 
 from .futures import Coroutine, Future
 from .loop import get_event_loop
@@ -31,8 +36,8 @@ def _when_ready(sock: socket.socket, writable: bool, attempt: Callable[[], T]) -
             return
         try:
             fut.set_result(attempt())
-        except (BlockingIOError, InterruptedError):
-            return  # a spurious wake-up: try again next time
+        except WOULD_BLOCK:
+            return  # a spurious wake-up, or a TLS record not complete yet: try again next time
         except Exception as exc:
             # Usually an OSError such as ConnectionResetError. We also pass on bugs (say, a str
             # given to send()): the loudest place for them is the coroutine that made the call.
@@ -52,11 +57,11 @@ def _when_ready(sock: socket.socket, writable: bool, attempt: Callable[[], T]) -
 
 def sock_connect(sock: socket.socket, address: tuple[str, int]) -> Coroutine[None]:
     """Connect the non-blocking `sock`; raise OSError (e.g. ConnectionRefusedError) on failure."""
-    try:
+    # BlockingIOError: the TCP handshake goes on in the kernel; the socket turns writable when
+    # it ends.
+    with contextlib.suppress(BlockingIOError, InterruptedError):
         sock.connect(address)
         return  # connected at once
-    except (BlockingIOError, InterruptedError):
-        pass  # the handshake goes on in the kernel; the socket turns writable when it ends
 
     def check_connected() -> None:
         # Writable means the handshake ended, not that it succeeded: SO_ERROR tells which.
@@ -64,7 +69,7 @@ def sock_connect(sock: socket.socket, address: tuple[str, int]) -> Coroutine[Non
         if err:
             raise OSError(err, os.strerror(err))  # OSError picks the subclass for errno
 
-    yield from _when_ready(sock, True, check_connected)  # suspends: waits for the handshake
+    yield from _when_ready(sock, True, check_connected)  # suspends: waits for the TCP handshake
 
 
 def sock_sendall(sock: socket.socket, data: bytes) -> Coroutine[None]:
@@ -78,7 +83,24 @@ def sock_sendall(sock: socket.socket, data: bytes) -> Coroutine[None]:
         remaining = remaining[sent:]
 
 
+def sock_handshake(sock: ssl.SSLSocket) -> Coroutine[None]:
+    """Do the TLS handshake of a connected socket; SSLError (e.g. a bad certificate) on failure."""
+    while True:
+        try:
+            sock.do_handshake()
+            return  # done: certificate and host name verified (unless --insecure)
+        except ssl.SSLWantReadError:  # the TLS layer waits for the server's next message
+            writable = False
+        except ssl.SSLWantWriteError:  # the TLS layer waits for room to send its own
+            writable = True
+        yield from _when_ready(sock, writable, lambda: None)  # suspends: until it can go on
+
+
 def sock_recv(sock: socket.socket, n: int) -> Coroutine[bytes]:
     """Receive up to `n` bytes (b"" when the peer has closed); OSError on failure."""
+    # Try before waiting, as CPython does: a TLS socket may hold decrypted bytes in its own
+    # buffer while the socket itself is not readable, and select() would never wake us.
+    with contextlib.suppress(*WOULD_BLOCK):
+        return sock.recv(n)
     # suspends: waits for the socket to be readable
     return (yield from _when_ready(sock, False, partial(sock.recv, n)))

@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, TypeVar
 
 from .futures import CancelledError, Coroutine, Future
 from .loop import get_event_loop
 
 T = TypeVar("T")
+_task_numbers = itertools.count(1)
 
 
 class Task(Future[T]):
@@ -21,9 +23,10 @@ class Task(Future[T]):
     # "Coordinating Coroutines": a task resolves itself with its coroutine's return value or
     # exception, so other coroutines can `yield from task` and run_until_complete can wait.
 
-    def __init__(self, coro: Coroutine[T]) -> None:
+    def __init__(self, coro: Coroutine[T], name: str | None = None) -> None:
         super().__init__()
         self._coro = coro
+        self.name = name or f"Task-{next(_task_numbers)}"  # as asyncio names them
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
         self._waiting_on: Future[Any] | None = None
@@ -54,6 +57,8 @@ class Task(Future[T]):
         self._waiting_on = None
         if self._must_cancel:
             exc, self._must_cancel = CancelledError(), False
+        if tracer := get_event_loop().tracer:  # --trace: which task resumes, with what
+            tracer.resume(self.name, self._coro, value if exc is None else exc)
         # throw() is the cure for stack ripping: the exception appears inside the coroutine at
         # the very `yield from` that waited. A try/except there catches it, and if nothing
         # does, its traceback lists every coroutine frame, not just the loop's.
@@ -109,7 +114,7 @@ def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
     """Run `coro` as a Task and return its result; after `timeout` s cancel it: TimeoutError."""
     # The cancelled coroutine stops at its pause and runs its finally blocks, so a stuck read
     # unregisters its socket before TimeoutError reaches the caller.
-    task = Task(coro)
+    task = Task(coro, name=getattr(coro, "__name__", None))
     timed_out = False
 
     def on_timeout() -> None:

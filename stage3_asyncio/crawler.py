@@ -1,8 +1,9 @@
 """Stage 3 of 3: asyncio coroutines, an asyncio.Queue and aiohttp.
 
 Chapter: "Coordinating Coroutines".  Changed from stage 2: ``yield from`` -> ``await``,
-our Queue -> asyncio.Queue, our sockets and shared/httpwire.py -> an aiohttp session
-that pools connections.  What a response means is decided in shared/crawling.py.
+our Queue -> asyncio.Queue, our sockets, TLS handshake and shared/httpwire.py -> an
+aiohttp session that pools connections.  What a response means is decided in
+shared/crawling.py.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from shared.crawling import LOGGER, BaseCrawler, Options
 from shared.report import CrawlResult
 from shared.responses import MAX_BODY, Response
 
-# What a try can fail with: aiohttp's errors (refused, reset, a body shorter than its
-# Content-Length, a garbage status line) and the timeout.
+# What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
+# verify, a body shorter than its Content-Length, a garbage status line) and the timeout.
 NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError)
 
 
@@ -34,7 +35,9 @@ class Crawler(BaseCrawler):
         for item in self.start_items():
             self.q.put_nowait(item)
         timeout = aiohttp.ClientTimeout(total=self.options.timeout)
-        connector = aiohttp.TCPConnector(limit=self.max_tasks)
+        # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
+        connector = aiohttp.TCPConnector(limit=self.max_tasks, ssl=self.ssl_context)
+        self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         headers = {"User-Agent": USER_AGENT}
         async with aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=headers
@@ -58,6 +61,7 @@ class Crawler(BaseCrawler):
         while True:
             url, max_redirect = await self.q.get()  # suspends: until a URL is queued
             try:
+                await self.robots(url)  # suspends: until the origin's robots.txt is known
                 if self.begin(url):
                     await self.fetch(url, max_redirect)
             except Exception as exc:
@@ -68,6 +72,16 @@ class Crawler(BaseCrawler):
             finally:
                 self.q.task_done()
 
+    async def robots(self, url: str) -> None:
+        """Wait until the robots.txt of url's origin is known; the first page fetches it."""
+        robots_url = self.robots_txt(url)
+        if robots_url is not None:
+            if robots_url not in self.robots_tasks:
+                self.begin_robots(robots_url)
+                # One Task per origin, in the place of this worker: the pages wait for it.
+                self.robots_tasks[robots_url] = asyncio.create_task(self.fetch(robots_url, 0))
+            await self.robots_tasks[robots_url]  # suspends: until robots.txt is in
+
     async def fetch(self, url: str, max_redirect: int) -> None:
         """Fetch one URL, trying again on network errors, and queue what it leads to."""
         tries = 0
@@ -77,7 +91,7 @@ class Crawler(BaseCrawler):
                 response = await self.request(url)  # suspends: until the whole response is in
                 break
             except NETWORK_ERRORS as exc:
-                if tries >= self.max_tries:
+                if self.give_up(tries, exc):
                     self.record_failure(url, tries, exc)
                     return
                 self.retrying(url, tries, exc)

@@ -6,14 +6,18 @@ suite: every test that asks for the ``stage`` fixture runs once per stage.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import importlib
+import socket
+import threading
 from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
 
-from shared.testsite import Site, serve
+from shared.crawling import Options
+from shared.testsite import ServerTLS, Site, local_tls, serve
 
 STAGES = ["stage1_callbacks", "stage2_generators", "stage3_asyncio"]
 
@@ -65,6 +69,77 @@ def default_site(default_site_server: tuple[Site, str]) -> tuple[Site, str]:
     site, base_url = default_site_server
     site.reset()
     return site, base_url
+
+
+@pytest.fixture(scope="session")
+def test_ca(tmp_path_factory: pytest.TempPathFactory) -> ServerTLS:
+    """A throw-away CA, and its certificate for 127.0.0.1 and localhost."""
+    return local_tls(str(tmp_path_factory.mktemp("tls")))
+
+
+@pytest.fixture(scope="session")
+def https_site_server(test_ca: ServerTLS) -> Iterator[tuple[Site, str]]:
+    """The default test site over https, served once for the whole session."""
+    site = Site()
+    with serve(site, tls=test_ca) as base_url:
+        yield site, base_url
+
+
+@pytest.fixture(params=["http", "https"])
+def either_site(request: pytest.FixtureRequest, test_ca: ServerTLS) -> tuple[Site, str, Options]:
+    """The default site over http, then over https, with Options that trust its CA."""
+    fixture = "default_site_server" if request.param == "http" else "https_site_server"
+    site, base_url = request.getfixturevalue(fixture)
+    site.reset()
+    return site, base_url, Options(cafile=test_ca.cafile)
+
+
+@pytest.fixture(scope="session")
+def lingering_tls_server(test_ca: ServerTLS) -> Iterator[str]:
+    """An https server that sends one page, then keeps the connection open until the client
+    closes it (as a keep-alive server may, whatever the request said).
+
+    Once the page is in, the socket never turns readable again: a client that leaves
+    decrypted bytes in its TLS buffer and waits for select() waits until its timeout.
+    Yields the base URL; every path gets the same 5 000-byte page.
+    """
+    body = b"<html><body>" + b"x" * 5000 + b"</body></html>"
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
+    response = head % len(body) + body
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)  # so the thread notices the stop flag
+    stop = threading.Event()
+
+    def answer(conn: socket.socket) -> None:
+        with (
+            contextlib.suppress(OSError),
+            test_ca.context.wrap_socket(conn, server_side=True) as tls,
+        ):
+            tls.settimeout(10)
+            request = b""
+            while b"\r\n\r\n" not in request and (chunk := tls.recv(4096)):
+                request += chunk
+            tls.sendall(response)
+            while tls.recv(4096):  # linger: only the client's close ends the connection
+                pass
+
+    def serve_forever() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            conn.settimeout(10)
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"https://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
 
 
 HANG_LIMIT_S = 120  # far above any test's time: only a hang ever reaches it

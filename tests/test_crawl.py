@@ -7,20 +7,25 @@ own oracle (``Site.expected``), never from another crawler's output.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from shared import USER_AGENT
 from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
-from shared.testsite import Expected, Site, serve
+from shared.robots import DISALLOWED as DISALLOWED_ERROR
+from shared.testsite import DISALLOWED, Expected, ServerTLS, Site, local_tls, serve
 
 
 def fields(stat: FetchStatistic) -> tuple[Any, ...]:
@@ -64,10 +69,11 @@ def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) ->
 
 
 def test_default_site_gives_the_oracles_pages_and_records(
-    stage: ModuleType, default_site: tuple[Site, str]
+    stage: ModuleType, either_site: tuple[Site, str, Options]
 ) -> None:
-    site, base_url = default_site
-    result = stage.crawl([base_url], Options())
+    """Over http and over https alike: the same pages, the same records."""
+    site, base_url, options = either_site
+    result = stage.crawl([base_url], options)
     assert result.stage == stage.__name__
     assert not result.interrupted
     assert_matches_oracle(result, site.expected(base_url))
@@ -81,14 +87,17 @@ def test_a_5000_page_site_gives_the_oracles_pages(stage: ModuleType) -> None:
 
 
 def test_each_url_is_requested_once_per_try(
-    stage: ModuleType, default_site: tuple[Site, str]
+    stage: ModuleType, either_site: tuple[Site, str, Options]
 ) -> None:
     """Redirects that join on one target, duplicate links, cycles: nothing fetched twice."""
-    site, base_url = default_site
-    stage.crawl([base_url], Options())
+    site, base_url, options = either_site
+    stage.crawl([base_url], options)
     expected = site.expected(base_url)
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
     assert requested == {url: exp.tries for url, exp in expected.items()}
+    # robots.txt came first, and every request, robots.txt's too, named the crawler.
+    assert next(iter(site.requests)) == "/robots.txt"
+    assert site.user_agents == {USER_AGENT: sum(site.requests.values())}
 
 
 @pytest.mark.parametrize("max_redirect", [0, 2])
@@ -131,13 +140,16 @@ def test_max_tasks_is_the_most_requests_the_server_sees_at_once(stage: ModuleTyp
 
 
 @pytest.mark.parametrize("max_pages", [1, 7, 50])
-def test_max_pages_gives_exactly_n_records(
+def test_max_pages_gives_exactly_n_page_records(
     stage: ModuleType, default_site: tuple[Site, str], max_pages: int
 ) -> None:
+    """robots.txt is fetched and recorded on top of the N pages."""
     site, base_url = default_site
     result = stage.crawl([base_url], Options(max_pages=max_pages, max_tries=1))
-    assert len(result.fetches) == max_pages
-    assert len(site.requests) <= max_pages
+    robots = base_url + "robots.txt"
+    assert robots in result.urls
+    assert len(result.fetches) == max_pages + 1
+    assert len(site.requests) <= max_pages + 1
     assert result.urls <= set(site.expected(base_url, max_tries=1))
 
 
@@ -165,17 +177,121 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def test_no_file_descriptor_left_open(stage: ModuleType, default_site: tuple[Site, str]) -> None:
-    site, base_url = default_site
-    stage.crawl([base_url], Options(max_pages=5))  # warm up: imports, caches, thread pools
+def test_no_file_descriptor_left_open(
+    stage: ModuleType, either_site: tuple[Site, str, Options]
+) -> None:
+    site, base_url, options = either_site
+    # Warm up: imports, caches, thread pools.
+    stage.crawl([base_url], dataclasses.replace(options, max_pages=5))
     site.reset()
     before = open_fds()
-    stage.crawl([base_url], Options())
+    stage.crawl([base_url], options)
     # The site runs in this process too: give its thread a moment to close its own ends.
     deadline = time.monotonic() + 2
     while open_fds() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert open_fds() <= before
+
+
+# --- https: a certificate that does not verify ----------------------------------------
+
+
+@pytest.fixture(scope="module", params=["unknown CA", "wrong host name"])
+def untrusted_site(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Site, str, Options]]:
+    """A small site over https whose certificate a crawler must refuse, and its Options."""
+    directory = str(tmp_path_factory.mktemp("untrusted"))
+    if request.param == "unknown CA":
+        tls: ServerTLS = local_tls(directory)
+        options = Options()  # the site's CA is given to no one
+    else:
+        tls = local_tls(directory, hosts=["wrong.example"])
+        options = Options(cafile=tls.cafile)  # a trusted CA, but a certificate for another name
+    site = Site(pages=20, traps=False)
+    with serve(site, tls=tls) as base_url:
+        yield site, base_url, options
+
+
+def test_a_certificate_that_does_not_verify_is_an_error_record(
+    stage: ModuleType, untrusted_site: tuple[Site, str, Options]
+) -> None:
+    """Never a silent downgrade, and no retry: the same certificate would fail every time."""
+    site, base_url, options = untrusted_site
+    site.reset()
+    result = stage.crawl([base_url], options)
+    assert result.urls == {base_url + "robots.txt", base_url}
+    for stat in result.fetches:
+        assert stat.status is None and stat.tries == 1
+        assert stat.error is not None and stat.error.startswith("SSLCertVerificationError: ")
+        assert "certificate verify failed" in stat.error
+    assert not site.requests  # not one request was sent
+
+
+def test_insecure_crawls_it_all_the_same_and_says_so(
+    stage: ModuleType,
+    untrusted_site: tuple[Site, str, Options],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    site, base_url, _ = untrusted_site
+    site.reset()
+    with caplog.at_level(logging.WARNING, logger="crawler"):
+        result = stage.crawl([base_url], Options(insecure=True))
+    assert_matches_oracle(result, site.expected(base_url))
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("--insecure" in r.getMessage() for r in warnings)
+
+
+# --- robots.txt ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def robots_site() -> Iterator[tuple[Site, str]]:
+    """The default site, with a robots.txt that forbids some of it."""
+    site = Site(robots="rules")
+    with serve(site) as base_url:
+        yield site, base_url
+
+
+def test_robots_txt_is_obeyed_with_the_oracles_skipped_set(
+    stage: ModuleType, robots_site: tuple[Site, str]
+) -> None:
+    site, base_url = robots_site
+    site.reset()
+    result = stage.crawl([base_url], Options())
+    expected = site.expected(base_url)
+    assert_matches_oracle(result, expected)
+    skipped = {stat.url for stat in result.fetches if stat.error == DISALLOWED_ERROR}
+    assert skipped == {url for url, exp in expected.items() if exp.tries == 0}
+    assert {base_url + "traps/private/", base_url + "p/7", base_url + "p/70"} <= skipped
+    assert not [path for path in site.requests if path.startswith(DISALLOWED)]
+    # The pages waited for robots.txt: every other URL began after it was in.
+    times = {url: (start, end) for url, start, end in result.timeline}
+    robots_end = times.pop(base_url + "robots.txt")[1]
+    assert all(start >= robots_end for start, _ in times.values())
+
+
+def test_ignore_robots_fetches_what_robots_txt_forbids(
+    stage: ModuleType, robots_site: tuple[Site, str]
+) -> None:
+    site, base_url = robots_site
+    site.reset()
+    result = stage.crawl([base_url], Options(ignore_robots=True))
+    assert_matches_oracle(result, site.expected(base_url, ignore_robots=True))
+    assert "/robots.txt" not in site.requests
+    assert "/traps/private/page" in site.requests
+
+
+@pytest.mark.parametrize("robots", [None, "silent", "garbage", "broken"])
+def test_a_missing_or_unreadable_robots_txt_allows_everything(
+    stage: ModuleType, robots: str | None
+) -> None:
+    """A 404, no answer at all (a timeout), random bytes, a 500: nothing is forbidden."""
+    site = Site(pages=30, robots=robots)
+    with serve(site) as base_url:
+        result = stage.crawl([base_url], Options(timeout=0.5, max_tries=1))
+        assert_matches_oracle(result, site.expected(base_url, max_tries=1))
+    assert base_url + "traps/private/page" in result.urls
 
 
 # --- the command line, run as a student would run it -------------------------------------

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import io
 import json
+import ssl
 
 import pytest
 
+from shared import USER_AGENT
 from shared.cli import parse_args
-from shared.crawling import BaseCrawler, Options, root_url
+from shared.crawling import BaseCrawler, Options, describe, root_url
 from shared.links import parse_links
 from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
+from shared.robots import DISALLOWED, parse_robots, robots_url
+from shared.testsite import ROBOTS_TXT
+from shared.tls import certificate_error, ssl_context
 from shared.urls import UrlRules, normalize
 
 # --- normalize -------------------------------------------------------------------------
@@ -264,7 +269,7 @@ def test_too_large_body_is_an_error_record() -> None:
 
 
 def test_max_pages_limits_what_begin_claims() -> None:
-    crawler = BaseCrawler(["http://h/"], Options(max_pages=2))
+    crawler = BaseCrawler(["http://h/"], Options(max_pages=2, ignore_robots=True))
     assert [crawler.begin(u) for u in ("http://h/1", "http://h/2", "http://h/3")] == [
         True,
         True,
@@ -273,13 +278,111 @@ def test_max_pages_limits_what_begin_claims() -> None:
 
 
 def test_interrupted_result_keeps_urls_in_flight() -> None:
-    crawler = BaseCrawler(["http://h/"])
+    crawler = BaseCrawler(["http://h/"], Options(ignore_robots=True))
     crawler.begin("http://h/")
     crawler.begin("http://h/slow")
     crawler.record_response("http://h/", 10, page(""), 1)
     result = crawler.result(interrupted=True)
     assert result.urls == {"http://h/", "http://h/slow"}
     assert result.by_url()["http://h/slow"].error
+
+
+# --- robots.txt and TLS, the shared part ----------------------------------------------
+
+
+def test_robots_url_is_at_the_root_of_the_origin() -> None:
+    assert robots_url("http://h/a/b?q=1") == "http://h/robots.txt"
+    assert robots_url("https://h:8443/x") == "https://h:8443/robots.txt"
+
+
+@pytest.mark.parametrize(
+    ("response", "allowed"),
+    [
+        (Response(200, body=ROBOTS_TXT.encode()), False),
+        (Response(404, body=b"User-agent: *\nDisallow: /"), True),
+        (Response(500, body=b"User-agent: *\nDisallow: /"), True),
+        (Response(301, {"location": "/elsewhere"}), True),
+        (Response(200, too_large=True), True),
+        (Response(200, body=bytes(range(256)) * 40), True),
+        (None, True),
+    ],
+)
+def test_only_a_complete_200_robots_txt_forbids_anything(
+    response: Response | None, allowed: bool
+) -> None:
+    rules = parse_robots(response)
+    assert rules.can_fetch(USER_AGENT, "http://h/traps/private/x") is allowed
+    assert rules.can_fetch(USER_AGENT, "http://h/p/1")
+
+
+def test_our_user_agent_picks_its_own_group() -> None:
+    text = "User-agent: crawler500\nDisallow: /mine\n\nUser-agent: *\nDisallow: /\n"
+    rules = parse_robots(Response(200, body=text.encode()))
+    assert not rules.can_fetch(USER_AGENT, "http://h/mine/x")
+    assert rules.can_fetch(USER_AGENT, "http://h/other")
+
+
+def test_pages_wait_for_robots_txt_which_is_recorded_but_never_crawled() -> None:
+    crawler = BaseCrawler(["http://h/"], Options(max_pages=1))
+    robots = crawler.robots_txt("http://h/")
+    assert robots == "http://h/robots.txt"
+    crawler.begin_robots(robots)
+    assert crawler.robots_txt("http://h/a") == robots  # not known yet: wait for it
+    body = b"User-agent: *\nDisallow: /private\n<a href=/linked>"
+    assert crawler.record_response(robots, 0, Response(200, {}, body), 1) == []
+    assert crawler.robots_txt("http://h/a") is None  # known now
+    assert not crawler.begin("http://h/private/1")  # forbidden: recorded, not claimed
+    assert not crawler.begin(robots)  # fetched already, as robots.txt
+    assert crawler.begin("http://h/")  # the one page --max-pages allows
+    assert crawler.robots_txt("https://h/") is None  # the budget is spent: nothing to fetch
+    records = {stat.url: stat for stat in crawler.done}
+    assert records[robots].status == 200 and records[robots].num_urls == 0
+    assert records["http://h/private/1"] == FetchStatistic(
+        "http://h/private/1", error=DISALLOWED, tries=0
+    )
+    assert "http://h/linked" not in crawler.seen_urls
+
+
+def test_a_robots_txt_that_failed_allows_everything() -> None:
+    crawler = BaseCrawler(["http://h/"])
+    crawler.begin_robots("http://h/robots.txt")
+    crawler.record_failure("http://h/robots.txt", 4, TimeoutError("slow"))
+    assert crawler.begin("http://h/anything")
+
+
+def certificate_failure() -> ssl.SSLCertVerificationError:
+    return ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify")
+
+
+def test_a_certificate_failure_is_not_retried_and_reads_the_same_when_wrapped() -> None:
+    crawler = BaseCrawler(["https://h/"], Options(max_tries=4))
+    bad = certificate_failure()
+    assert crawler.give_up(1, bad)
+    assert not crawler.give_up(1, ConnectionResetError())
+    assert crawler.give_up(4, ConnectionResetError())
+    try:
+        try:
+            raise bad
+        except ssl.SSLCertVerificationError as exc:
+            raise RuntimeError("a library's own error") from exc
+    except RuntimeError as wrapped:
+        assert certificate_error(wrapped) is bad
+        assert describe(wrapped) == describe(bad)
+    assert describe(bad).startswith("SSLCertVerificationError: [SSL: CERTIFICATE_VERIFY_FAILED]")
+
+
+def test_ssl_context_verifies_unless_insecure() -> None:
+    strict = ssl_context()
+    assert strict.verify_mode == ssl.CERT_REQUIRED and strict.check_hostname
+    loose = ssl_context(insecure=True)
+    assert loose.verify_mode == ssl.CERT_NONE and not loose.check_hostname
+    assert ssl_context() is strict  # built once per process
+
+
+def test_insecure_logs_a_warning_when_the_crawl_starts(caplog: pytest.LogCaptureFixture) -> None:
+    BaseCrawler(["https://h/"], Options(insecure=True))
+    [record] = caplog.records
+    assert record.levelname == "WARNING" and "NOT verified" in record.getMessage()
 
 
 @pytest.mark.parametrize(
@@ -295,6 +398,11 @@ def test_interrupted_result_keeps_urls_in_flight() -> None:
 def test_options_reject_impossible_values(field: str, value: int, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         Options(**{field: value})
+
+
+def test_options_reject_insecure_with_a_cafile() -> None:
+    with pytest.raises(ValueError, match="contradict"):
+        Options(insecure=True, cafile="ca.pem")
 
 
 def test_root_without_scheme_gets_http() -> None:
@@ -320,6 +428,7 @@ def sample_result() -> CrawlResult:
         ),
         FetchStatistic("http://h/r", 301, next_url="http://h/", size=0, tries=1),
         FetchStatistic("http://h/down", error="ConnectionRefusedError", tries=4),
+        FetchStatistic("http://h/private", error="disallowed by robots.txt"),
     ]
     return CrawlResult(
         "stage3_asyncio",
@@ -337,8 +446,10 @@ def test_report_has_a_line_per_url_and_totals() -> None:
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("http://h/ 200")
     assert "error: ConnectionRefusedError (4 tries)" in lines[1]
-    assert "-> http://h/" in lines[2]
-    assert "Finished 3 urls in 0.500 secs" in lines[3] and "6.0 urls/sec" in lines[3]
+    assert lines[2] == "http://h/private skipped: disallowed by robots.txt"
+    assert "-> http://h/" in lines[3]
+    assert "Finished 4 urls in 0.500 secs" in lines[4] and "8.0 urls/sec" in lines[4]
+    assert lines[5] == "Statuses: 200: 1, 301: 1, error: 1, skipped: 1"
 
 
 def test_json_document_has_the_documented_fields() -> None:
@@ -387,6 +498,8 @@ def test_command_line_builds_options() -> None:
     )
     assert args.roots == ["h.example"]
     assert options == Options(max_tasks=3, exclude="a+", strict=False, timeout=2.5, max_pages=7)
+    _, options = parse_args("x", ["--insecure", "--ignore-robots"])
+    assert options == Options(insecure=True, ignore_robots=True)
 
 
 @pytest.mark.parametrize(
@@ -397,6 +510,9 @@ def test_command_line_builds_options() -> None:
         (["ftp://x/"], "not an http"),
         (["--strict", "--lenient"], "not allowed with"),
         (["--max-tries", "many"], "invalid int value"),
+        (["--insecure", "--cafile", "ca.pem"], "not allowed with"),
+        (["--cafile", "/nonexistent/ca.pem"], "--cafile /nonexistent/ca.pem: cannot load it"),
+        (["--cafile", __file__], "--cafile"),
     ],
 )
 def test_command_line_usage_errors_exit_2(
@@ -421,7 +537,7 @@ def test_progress_line_redraws_at_most_once_per_interval() -> None:
 
 
 def test_crawler_with_progress_draws_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
-    crawler = BaseCrawler(["http://h/"], Options(progress=True))
+    crawler = BaseCrawler(["http://h/"], Options(progress=True, ignore_robots=True))
     crawler.begin("http://h/")
     crawler.record_response("http://h/", 10, page("<a href=/a>"), 1)
     crawler.result()

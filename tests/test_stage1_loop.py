@@ -1,8 +1,8 @@
 """Tests for stage 1: the hand-made event loop, and sockets that never leak.
 
 Plain synchronous tests.  Small servers run in daemon threads on 127.0.0.1, because
-the crawler blocks the test's thread in its own select() loop.  The last tests check
-stage 1 against stage 3 and the test site's oracle.
+the crawler blocks the test's thread in its own select() loop.  These crawls ignore
+robots.txt, to keep to one socket per URL; tests/test_crawl.py checks robots.txt.
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import Options
+from shared.testsite import ServerTLS, Site, serve
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Crawler, Fetcher
 from stage1_callbacks.loop import Callback, EventLoop
+
+NO_ROBOTS = Options(ignore_robots=True)
 
 # --- small local servers ----------------------------------------------------------------
 
@@ -258,7 +261,7 @@ def test_a_timer_cancelled_by_a_socket_callback_of_the_same_turn_does_not_fire()
 
 def test_success_closes_the_socket(loops: list[SpyLoop]) -> None:
     with raw_server(lambda path: page("<p>hello</p>")) as base:
-        result = stage1_callbacks.crawl([base])
+        result = stage1_callbacks.crawl([base], NO_ROBOTS)
     [stat] = result.fetches
     assert (stat.status, stat.error, stat.tries) == (200, None, 1)
     assert_all_closed(loops[0])
@@ -267,7 +270,7 @@ def test_success_closes_the_socket(loops: list[SpyLoop]) -> None:
 def test_connection_refused_closes_the_socket_and_counts_every_try(
     loops: list[SpyLoop],
 ) -> None:
-    result = stage1_callbacks.crawl([closed_port_url()], Options(max_tries=3))
+    result = stage1_callbacks.crawl([closed_port_url()], Options(max_tries=3, ignore_robots=True))
     [stat] = result.fetches
     assert stat.status is None and stat.tries == 3
     assert stat.error is not None and "ConnectionRefusedError" in stat.error
@@ -278,7 +281,9 @@ def test_connection_refused_closes_the_socket_and_counts_every_try(
 def test_timeout_closes_the_socket_and_is_a_failed_try(loops: list[SpyLoop]) -> None:
     with silent_server() as base:
         start = time.monotonic()
-        result = stage1_callbacks.crawl([base], Options(timeout=0.2, max_tries=2))
+        result = stage1_callbacks.crawl(
+            [base], Options(timeout=0.2, max_tries=2, ignore_robots=True)
+        )
         elapsed = time.monotonic() - start
     [stat] = result.fetches
     assert stat.status is None and stat.tries == 2
@@ -289,7 +294,7 @@ def test_timeout_closes_the_socket_and_is_a_failed_try(loops: list[SpyLoop]) -> 
 
 def test_a_garbage_answer_is_a_failed_try(loops: list[SpyLoop]) -> None:
     with raw_server(lambda path: b"SPAM SPAM SPAM\r\n\r\n") as base:
-        result = stage1_callbacks.crawl([base], Options(max_tries=2))
+        result = stage1_callbacks.crawl([base], Options(max_tries=2, ignore_robots=True))
     [stat] = result.fetches
     assert stat.status is None and stat.tries == 2
     assert stat.error is not None and stat.error.startswith("WireError")
@@ -315,7 +320,7 @@ def test_a_request_bigger_than_the_socket_buffer_is_sent_in_pieces(
 
     monkeypatch.setattr(Fetcher, "_on_writable", counting)
     with raw_server(lambda path: page("<p>big request</p>")) as base:
-        result = stage1_callbacks.crawl([base])
+        result = stage1_callbacks.crawl([base], NO_ROBOTS)
     [stat] = result.fetches
     assert stat.status == 200
     assert len(calls) > 1  # the socket took the request in more than one send()
@@ -338,7 +343,7 @@ def test_an_exception_in_a_callback_is_recorded_for_its_url_and_the_crawl_goes_o
         raw_server(lambda path: pages.get(path, page("<p>leaf</p>"))) as base,
         caplog.at_level(logging.ERROR),
     ):
-        result = stage1_callbacks.crawl([base])
+        result = stage1_callbacks.crawl([base], NO_ROBOTS)
     by_path = {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
     assert set(by_path) == {"/", "/a", "/b", "/c", "/e"}  # /d only /b links to
     assert by_path["/b"].error == "RuntimeError: parse error"
@@ -371,7 +376,7 @@ def test_ctrl_c_closes_every_socket_and_returns_the_partial_result(
     with silent_server() as base:
         before = open_fds()
         roots = [base + name for name in ("a", "b", "c", "d")]
-        result = stage1_callbacks.crawl(roots, Options(max_tasks=4))
+        result = stage1_callbacks.crawl(roots, Options(max_tasks=4, ignore_robots=True))
         assert wait_for(lambda: open_fds() == before)
     assert result.interrupted
     assert {stat.url for stat in result.fetches} == set(roots)  # all four were in flight
@@ -384,15 +389,57 @@ def test_a_crawl_leaves_no_file_descriptor_open() -> None:
     answers = {"/missing": page("gone", 404), "/junk": b"NOT HTTP\r\n\r\n"}
     with raw_server(lambda path: pages.get(path) or answers[path]) as base:
         before = open_fds()
-        result = stage1_callbacks.crawl([base, closed_port_url()], Options(max_tries=2))
+        result = stage1_callbacks.crawl(
+            [base, closed_port_url()], Options(max_tries=2, ignore_robots=True)
+        )
         # The server thread may still be closing its end of the last connection.
         assert wait_for(lambda: open_fds() == before), f"{open_fds()} open, {before} before"
     assert len(result.fetches) == 5
 
 
-def test_https_is_refused_with_a_clear_error_and_no_socket(loops: list[SpyLoop]) -> None:
-    result = stage1_callbacks.crawl(["https://127.0.0.1:1/"])
+# --- https: the TLS handshake is one more state in the chain ----------------------------
+
+
+@pytest.fixture(scope="module")
+def https_site(test_ca: ServerTLS) -> Iterator[tuple[str, Options]]:
+    """Three pages over https, and Options that trust their CA (and ignore robots.txt)."""
+    with serve(Site(pages=3, traps=False), tls=test_ca) as base:
+        yield base, Options(cafile=test_ca.cafile, ignore_robots=True)
+
+
+def test_https_handshake_is_a_callback_of_its_own_and_every_socket_is_closed(
+    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch, https_site: tuple[str, Options]
+) -> None:
+    steps: list[str] = []
+    on_handshake = Fetcher._on_handshake
+
+    def spying(self: Fetcher, key: Any, mask: int) -> None:
+        steps.append(self.url)
+        on_handshake(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_handshake", spying)
+    base, options = https_site
+    result = stage1_callbacks.crawl([base], options)
+    assert {stat.url: stat.status for stat in result.fetches} == {
+        base: 200,
+        base + "p/1": 200,
+        base + "p/2": 200,
+    }
+    # Each handshake waited for the server at least once: the TLS layer said "want read",
+    # and the loop called the callback again when the socket was readable.
+    assert all(steps.count(url) >= 2 for url in result.urls)
+    assert_all_closed(loops[0])  # the TLS sockets, and the plain ones they took over
+
+
+def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket(
+    monkeypatch: pytest.MonkeyPatch, lingering_tls_server: str, test_ca: ServerTLS
+) -> None:
+    """recv() of 100 bytes leaves most of a TLS record decrypted in the SSL object's buffer,
+    which select() cannot see: _on_readable must read on until nothing is left."""
+    monkeypatch.setattr(stage1_crawler, "CHUNK", 100)
+    options = Options(cafile=test_ca.cafile, ignore_robots=True, timeout=5, max_tries=1)
+    started = time.monotonic()
+    result = stage1_callbacks.crawl([lingering_tls_server], options)
     [stat] = result.fetches
-    assert stat.error == "NotImplementedError: stage 1 speaks plain http only"
-    assert stat.tries == 1
-    assert loops[0].sockets == []
+    assert (stat.status, stat.size, stat.error) == (200, 5026, None)
+    assert time.monotonic() - started < 2  # not a timeout

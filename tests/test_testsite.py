@@ -1,7 +1,7 @@
 """Tests of the local test site: it serves what its oracle says, and the oracle is right.
 
-The oracle is checked against a small sequential crawler written here with http.client
-and html.parser, independent of the crawlers under test.
+The oracle is checked against a small sequential crawler written here with http.client,
+html.parser and urllib.robotparser, independent of the crawlers under test.
 """
 
 from __future__ import annotations
@@ -11,14 +11,27 @@ import collections
 import http.client
 import re
 import socket
+import ssl
 import threading
 import time
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
+from urllib.robotparser import RobotFileParser
 
 import pytest
 
-from shared.testsite import HOSTILE, NEVER, TRAPS, Expected, Site, serve
+from shared import USER_AGENT
+from shared.testsite import (
+    DISALLOWED,
+    HOSTILE,
+    NEVER,
+    ROBOTS_TXT,
+    TRAPS,
+    Expected,
+    ServerTLS,
+    Site,
+    serve,
+)
 from shared.urls import UrlRules, normalize
 
 REDIRECTS = {300, 301, 302, 303, 307, 308}
@@ -72,7 +85,12 @@ def fetch(
 
 
 def reference_crawl(
-    root: str, *, max_redirect: int = 10, exclude: str | None = None, max_tries: int = 4
+    root: str,
+    *,
+    max_redirect: int = 10,
+    exclude: str | None = None,
+    max_tries: int = 4,
+    ignore_robots: bool = False,
 ) -> dict[str, Expected]:
     """A plain sequential crawler following the same rules as the three stages."""
     rules = UrlRules([root], exclude=exclude)
@@ -82,8 +100,8 @@ def reference_crawl(
     # One kept-alive connection makes the walk quick; it reconnects after a failure.
     parts = urlsplit(root)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
-    while queue:
-        url, redirects_left = queue.popleft()
+
+    def fetch_with_tries(url: str) -> tuple[int, tuple[int, dict[str, str], bytes] | None]:
         tries, result = 0, None
         while result is None and tries < max_tries:
             tries += 1
@@ -91,6 +109,27 @@ def reference_crawl(
                 result = fetch(url, conn=conn)
             except (OSError, http.client.HTTPException):
                 continue  # a network or protocol failure: try again
+        return tries, result
+
+    robots = RobotFileParser()
+    robots.parse([])  # no rules: everything allowed
+    if not ignore_robots:
+        robots_url = f"{parts.scheme}://{parts.netloc}/robots.txt"
+        tries, result = fetch_with_tries(robots_url)
+        if result is None:
+            records[robots_url] = Expected(None, None, None, None, 0, max_tries, True)
+        else:
+            status, headers, body = result
+            media = headers.get("content-type", "").split(";")[0].strip().lower() or None
+            records[robots_url] = Expected(status, None, media, None, 0, tries, False)
+            if status == 200:
+                robots.parse(body.decode("utf-8", errors="replace").splitlines())
+    while queue:
+        url, redirects_left = queue.popleft()
+        if not robots.can_fetch(USER_AGENT, url):
+            records[url] = Expected(None, None, None, None, 0, 0, True)
+            continue
+        tries, result = fetch_with_tries(url)
         if result is None:
             records[url] = Expected(None, None, None, None, 0, max_tries, True)
             continue
@@ -165,8 +204,11 @@ def test_reference_crawler_agrees_with_oracle(default_site: Site) -> None:
 def test_default_site_shape(default_site: Site) -> None:
     expected = default_site.expected(FAKE_BASE)
     assert 350 <= len(expected) <= 450
+    robots = FAKE_BASE + "robots.txt"
+    assert expected[robots] == Expected(404, None, "text/html", None, 0, 1, False)
+    assert robots not in default_site.expected(FAKE_BASE, ignore_robots=True)
     statuses = collections.Counter(record.status for record in expected.values())
-    assert statuses[404] == 1 and statuses[500] == 1
+    assert statuses[404] == 2 and statuses[500] == 1  # the 404s: /traps/missing, robots.txt
     assert sum(statuses[s] for s in REDIRECTS) > 20
     origin = FAKE_BASE.rstrip("/")
     for path in TRAPS.values():
@@ -328,7 +370,7 @@ def test_wide_pages_and_latency_are_concurrent() -> None:
     assert 0.12 <= elapsed < 0.4  # about one delay, not four
     assert site.max_in_flight == 4
     expected = site.expected(base)
-    assert len(expected) == 5
+    assert len(expected) == 6  # the root, four wide pages and robots.txt
     assert expected[base].num_urls == 5  # the four wide pages and the root itself
 
 
@@ -337,10 +379,94 @@ def test_big_plain_site_is_fast_and_levels_add_up() -> None:
     site = Site(pages=10_000, seed=7, fanout=5, traps=False)
     expected = site.expected(FAKE_BASE)
     assert time.perf_counter() - started < 1.0
-    assert len(expected) == 10_000
+    assert len(expected) == 10_001
     levels = site.levels(FAKE_BASE)
-    assert sum(levels) == len(expected)
+    assert sum(levels) + 1 == len(expected)  # robots.txt is reached by no link: no level
     assert levels[:3] == [1, 5, 25]
-    assert all(record.num_urls >= 1 for record in expected.values())
+    pages = {url: record for url, record in expected.items() if not url.endswith("robots.txt")}
+    assert all(record.num_urls >= 1 for record in pages.values())
     small = Site(pages=300)
-    assert sum(small.levels(FAKE_BASE)) == len(small.expected(FAKE_BASE))
+    assert sum(small.levels(FAKE_BASE)) + 1 == len(small.expected(FAKE_BASE))
+
+
+# --------------------------------------------------------------------------- robots.txt
+
+
+def test_robots_oracle_agrees_with_urllib_robotparser() -> None:
+    """The oracle decides from DISALLOWED by construction; robotparser reads ROBOTS_TXT."""
+    site = Site(pages=100, robots="rules")
+    rules = RobotFileParser()
+    rules.parse(ROBOTS_TXT.splitlines())
+    everything = site.expected(FAKE_BASE, ignore_robots=True)
+    for url in everything:
+        path = url.removeprefix(FAKE_BASE.rstrip("/"))
+        assert rules.can_fetch(USER_AGENT, url) is not path.startswith(DISALLOWED), url
+    obeyed = site.expected(FAKE_BASE)
+    skipped = {url for url, record in obeyed.items() if record.tries == 0}
+    origin = FAKE_BASE.rstrip("/")
+    assert {origin + TRAPS["private"], origin + "/p/7", origin + "/p/70"} <= skipped
+    assert origin + TRAPS["private_page"] not in obeyed  # linked only from a skipped page
+    assert all(
+        record == Expected(None, None, None, None, 0, 0, True)
+        for record in (obeyed[url] for url in skipped)
+    )
+    assert not rules.can_fetch("SomeOtherBot/1.0", FAKE_BASE)  # another crawler's group
+
+
+def test_reference_crawler_obeys_robots_txt_as_the_oracle_says() -> None:
+    site = Site(pages=100, robots="rules")
+    with serve(site) as base:
+        assert reference_crawl(base) == site.expected(base)
+        site.reset()
+        assert reference_crawl(base, ignore_robots=True) == site.expected(base, ignore_robots=True)
+
+
+def test_robots_txt_answers_as_documented() -> None:
+    for robots, status in ((None, 404), ("rules", 200), ("garbage", 200), ("broken", 500)):
+        site = Site(pages=2, traps=False, robots=robots)
+        with serve(site) as base:
+            got, headers, body = fetch(base + "robots.txt")
+        assert got == status
+        if robots == "rules":
+            assert body.decode() == ROBOTS_TXT and headers["content-type"].startswith("text/plain")
+    with serve(Site(pages=2, traps=False, robots="silent")) as base, pytest.raises(TimeoutError):
+        fetch(base + "robots.txt", timeout=0.1)
+    with pytest.raises(ValueError, match="robots must be None or one of"):
+        Site(robots="maybe")
+
+
+def test_user_agents_are_observed() -> None:
+    site = Site(pages=2, traps=False)
+    with serve(site) as base:
+        conn = http.client.HTTPConnection("127.0.0.1", port_of(base), timeout=5)
+        conn.request("GET", "/", headers={"User-Agent": "probe/1"})
+        conn.getresponse().read()
+        conn.close()
+    assert site.user_agents == {"probe/1": 1}
+    site.reset()
+    assert not site.user_agents
+
+
+# --------------------------------------------------------------------------- https
+
+
+def test_https_serves_the_same_site_with_links_in_its_own_scheme(test_ca: ServerTLS) -> None:
+    site = Site(pages=20)
+    context = ssl.create_default_context(cafile=test_ca.cafile)
+    with serve(site, tls=test_ca) as base:
+        assert base.startswith("https://127.0.0.1:")
+        conn = http.client.HTTPSConnection("127.0.0.1", port_of(base), context=context)
+        conn.request("GET", TRAPS["spellings"])
+        body = conn.getresponse().read().decode()
+        conn.request("GET", TRAPS["redirect_308"])
+        location = conn.getresponse().getheader("location")
+        conn.close()
+    netloc = base.split("://")[1].rstrip("/")
+    assert f'href="https://{netloc}/traps/dir/a"' in body
+    assert f'href="HTTPS://{netloc}/traps/dir/a#Section"' in body
+    assert "http://" + netloc not in body.lower()
+    assert location == f"HTTPS://{netloc}/traps/land/308#frag"
+    # The oracle: the same paths over either scheme.
+    http_paths = {url.split("/", 3)[3] for url in site.expected(FAKE_BASE)}
+    https_paths = {url.split("/", 3)[3] for url in site.expected(base)}
+    assert http_paths == https_paths

@@ -1,0 +1,88 @@
+"""robots.txt, the same for every stage: where it lives, what it says, what a skip looks like.
+
+A site asks crawlers, in ``/robots.txt`` at the root of each origin (scheme, host and
+port), to stay out of some paths.  Each stage fetches that file with its own machinery
+before the first page of the origin and waits for it; the stdlib's
+``urllib.robotparser`` reads it and answers for every URL.  The fetch is the stage's
+business; everything else is decided here.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlsplit, urlunsplit
+from urllib.robotparser import RobotFileParser
+
+from shared import USER_AGENT
+from shared.report import FetchStatistic
+from shared.responses import Response
+
+LOGGER = logging.getLogger("crawler")
+
+#: The error of the record a URL gets when robots.txt forbids it.
+DISALLOWED = "disallowed by robots.txt"
+
+
+def robots_url(url: str) -> str:
+    """Return the robots.txt URL of a normalised URL's origin: scheme://host[:port]/robots.txt."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/robots.txt", "", ""))
+
+
+def parse_robots(response: Response | None) -> RobotFileParser:
+    """Return the rules a robots.txt response sets.
+
+    Only a complete 200 response is read.  Anything else allows everything: a missing
+    file (4xx), and one that cannot be read (no response at all, 5xx, a redirect, a
+    body too large); a body that is not robots.txt at all holds no rules, and so
+    allows everything too.  (RFC 9309 asks a crawler to keep away from a site whose
+    robots.txt answers 5xx; we keep the simpler rule and say so in REAL_WEB.md.)
+    """
+    lines: list[str] = []  # no rule at all: everything is allowed
+    if readable(response):
+        assert response is not None
+        # RFC 9309: robots.txt is UTF-8.  Bytes that are not cannot spell a rule.
+        lines = response.body.decode("utf-8", errors="replace").splitlines()
+    parser = RobotFileParser()
+    parser.parse(lines)  # also notes the time: before that, can_fetch() says no to all
+    return parser
+
+
+def readable(response: Response | None) -> bool:
+    """Tell whether a robots.txt response is one whose rules are read: a complete 200."""
+    return response is not None and response.status == 200 and not response.too_large
+
+
+class Robots:
+    """What each origin's robots.txt allows, as far as the crawl has learned it.
+
+    ``parsed`` maps a robots.txt URL to its parsed rules once the fetch has finished;
+    ``pending`` holds the robots.txt URLs being fetched now.
+    """
+
+    def __init__(self, user_agent: str = USER_AGENT) -> None:
+        """Start knowing nothing; ``user_agent`` picks our group of rules in each file."""
+        self.user_agent = user_agent
+        self.parsed: dict[str, RobotFileParser] = {}
+        self.pending: set[str] = set()
+
+    def known(self, url: str) -> bool:
+        """Tell whether the rules for url's origin have been learned."""
+        return robots_url(url) in self.parsed
+
+    def allows(self, url: str) -> bool:
+        """Tell whether url may be fetched; KeyError if its robots.txt is not known yet."""
+        return self.parsed[robots_url(url)].can_fetch(self.user_agent, url)
+
+    def learn(self, url: str, response: Response | None) -> None:
+        """Keep the rules of a fetched robots.txt (``response`` None: no response came)."""
+        self.pending.discard(url)
+        self.parsed[url] = parse_robots(response)
+        found = "no response" if response is None else f"status {response.status}"
+        obeyed = "its rules obeyed" if readable(response) else "everything allowed"
+        LOGGER.info("robots.txt %r: %s, %s", url, found, obeyed)
+
+
+def skipped(url: str) -> FetchStatistic:
+    """Return the record of a URL that robots.txt forbids: never fetched, no tries."""
+    return FetchStatistic(url, error=DISALLOWED, tries=0)
