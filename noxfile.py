@@ -13,6 +13,7 @@ nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
+STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
 
 
 def install(session: nox.Session, *groups: str) -> None:
@@ -68,11 +69,17 @@ def diff(session: nox.Session) -> None:
     names = session.posargs or ["stage2", "stage3"]
     if len(names) != 2:
         session.error("give two stages, for example: nox -s diff -- stage1 stage2")
-    packages = {
-        "stage1": "stage1_callbacks",
-        "stage2": "stage2_generators",
-        "stage3": "stage3_asyncio",
-    }
-    files = [f"{packages.get(name, name)}/crawler.py" for name in names]
+    files = [f"{STAGES.get(name, name)}/crawler.py" for name in names]
     # diff exits 1 when the files differ, which is the whole point here.
     session.run("diff", "-u", *files, external=True, success_codes=[0, 1])
+
+
+@nox.session
+def trace(session: nox.Session) -> None:
+    """Watch a stage's loop step by step on a 6-page site: `nox -s trace -- stage2`."""
+    install(session)
+    name, *extra = session.posargs or ["stage1"]
+    if name not in STAGES:
+        session.error(f"which stage? one of {', '.join(STAGES)}")
+    demo = ["--trace", "--max-tasks", "2", "--site-pages", "6", "--ignore-robots", "-q"]
+    session.run("python", "-m", STAGES[name], *demo, *extra)

@@ -62,6 +62,17 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         help="add each fetch's start and end time to the JSON",
     )
     parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="print a line per step of the event loop, to watch fetches interleave",
+    )
+    parser.add_argument(
+        "--site-pages",
+        type=int,
+        metavar="N",
+        help="with no ROOT: a plain built-in site of N pages, without the traps",
+    )
+    parser.add_argument(
         "--fail-on",
         metavar="SUBSTRING",
         help="make link parsing raise for URLs containing this (the stack-ripping demo)",
@@ -103,6 +114,7 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
             timeout=args.timeout,
             max_pages=args.max_pages,
             fail_on=args.fail_on,
+            trace=args.trace,
             progress=not args.quiet and sys.stderr.isatty(),
             insecure=args.insecure,
             cafile=args.cafile,
@@ -110,6 +122,8 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
         )
         if args.exclude:
             re.compile(args.exclude)
+        if args.site_pages is not None and args.site_pages < 1:
+            raise ValueError(f"--site-pages must be >= 1 (got {args.site_pages})")
         if args.cafile:
             ssl_context(cafile=args.cafile)  # a usage error now, not a failed crawl later
     except re.error as exc:
@@ -129,14 +143,19 @@ def configure_logging(verbose: int, quiet: bool) -> None:
 
 
 @contextlib.contextmanager
-def roots_or_test_site(roots: list[str]) -> Iterator[list[str]]:
-    """Yield the roots to crawl; with none, serve the built-in test site and yield its URL."""
+def roots_or_test_site(roots: list[str], pages: int | None = None) -> Iterator[list[str]]:
+    """Yield the roots to crawl; with none, serve the built-in test site and yield its URL.
+
+    The built-in site is the default test site, traps and all, or with ``pages`` a
+    plain site of that many pages (``--site-pages 6`` makes a site small enough to trace).
+    """
     if roots:
         yield roots
         return
     from shared.testsite import Site, serve  # only a crawl of the built-in site needs aiohttp.web
 
-    with serve(Site()) as base_url:
+    site = Site() if pages is None else Site(pages=pages, traps=False)
+    with serve(site) as base_url:
         print(f"crawling the built-in test site at {base_url}", file=sys.stderr)
         yield [base_url]
 
@@ -145,7 +164,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     """Run a stage's ``crawl`` from the command line; return the exit status."""
     args, options = parse_args(f"python -m {stage}", argv)
     configure_logging(args.verbose, args.quiet)
-    with roots_or_test_site(args.roots) as roots:
+    with roots_or_test_site(args.roots, args.site_pages) as roots:
         result = crawl(roots, options)
     # With --json -, stdout carries the JSON alone, so the report moves to stderr.
     report(result, sys.stderr if args.json == "-" else sys.stdout)

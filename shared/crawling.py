@@ -34,6 +34,7 @@ from shared.responses import (
 )
 from shared.robots import Robots, robots_url, skipped
 from shared.tls import certificate_error, ssl_context
+from shared.trace import Tracer
 from shared.urls import UrlRules, normalize
 
 LOGGER = logging.getLogger("crawler")
@@ -55,6 +56,7 @@ class Options:
     insecure: bool = False
     cafile: str | None = None
     ignore_robots: bool = False
+    trace: bool = False
 
     def __post_init__(self) -> None:
         """Reject settings no crawl can run with, saying what to use instead."""
@@ -123,6 +125,7 @@ class BaseCrawler:
         self.timeline: list[tuple[str, float, float]] = []
         self.progress = Progress(sys.stderr) if options.progress else None
         self.ssl_context = ssl_context(insecure=options.insecure, cafile=options.cafile)
+        self.tracer = Tracer() if options.trace else None  # --trace: a line per loop step
         self.robots_rules = None if options.ignore_robots else Robots()  # None: --ignore-robots
         if options.insecure:
             LOGGER.warning(

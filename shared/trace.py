@@ -24,8 +24,10 @@ def summarize(value: Any) -> str:
         return f"bytes[{len(value)}]"
     if isinstance(value, BaseException):
         return f"raise {type(value).__name__}"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    if value is None or isinstance(value, int | str | tuple):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+    return type(value).__name__  # a Response, say: its repr would fill the line
 
 
 def coroutine_chain(coro: Any) -> tuple[list[str], str | None]:
@@ -72,36 +74,43 @@ class Tracer:
         names, url = coroutine_chain(coro)
         self.line(who, f"{'>'.join(names)} <- {summarize(value)}", url)
 
-    @contextmanager
-    def coroutines_of(self, filename: str, task_name: Callable[[], str]) -> Iterator[None]:
-        """Stage 3: trace every resumption of a coroutine defined in ``filename``.
 
-        asyncio's Task is written in C, so there is no step method to hook; instead a
-        profile function sees each coroutine frame resumed.  One step resumes the
-        chain outermost first (work, then fetch, then request...), so names gather
-        until a frame from elsewhere is entered, and the step is printed then.
-        """
-        chain: list[FrameType] = []
+@contextmanager
+def trace_coroutines(
+    tracer: Tracer | None, filename: str, task_name: Callable[[], str]
+) -> Iterator[None]:
+    """Stage 3: trace every resumption of a coroutine defined in ``filename``.
 
-        def flush() -> None:
-            if chain:
-                urls = [f.f_locals["url"] for f in chain if "url" in f.f_locals]
-                names = ">".join(f.f_code.co_name for f in chain)
-                self.line(task_name(), f"{names} resumed", urls[-1] if urls else None)
-                chain.clear()
+    asyncio's Task is written in C, so there is no step method to hook; instead a
+    profile function sees each coroutine frame resumed.  One step resumes the chain
+    outermost first (work, then fetch, then request), so the names gather until a
+    frame from elsewhere is entered, and the step is printed then.  Without a tracer
+    this does nothing.
+    """
+    if tracer is None:
+        yield
+        return
+    chain: list[FrameType] = []
 
-        def profile(frame: FrameType, event: str, arg: object) -> None:
-            if event != "call":
-                return
-            resumed = frame.f_lasti > 0 and frame.f_code.co_flags & inspect.CO_COROUTINE
-            if resumed and frame.f_code.co_filename == filename:
-                chain.append(frame)
-            else:
-                flush()
+    def flush() -> None:
+        if chain:
+            urls = [f.f_locals["url"] for f in chain if "url" in f.f_locals]
+            names = ">".join(f.f_code.co_name for f in chain)
+            tracer.line(task_name(), f"{names} resumed", urls[-1] if urls else None)
+            chain.clear()
 
-        sys.setprofile(profile)
-        try:
-            yield
-        finally:
-            sys.setprofile(None)
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        if event != "call":
+            return
+        resumed = frame.f_lasti > 0 and frame.f_code.co_flags & inspect.CO_COROUTINE
+        if resumed and frame.f_code.co_filename == filename:
+            chain.append(frame)
+        else:
             flush()
+
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(None)
+        flush()

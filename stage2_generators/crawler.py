@@ -42,7 +42,7 @@ class Crawler(BaseCrawler):
             self.q.put_nowait(item)
         self.resolver = Resolver()
         self.robots_tasks: dict[str, Task[None]] = {}  # robots.txt URL -> the Task fetching it
-        workers = [Task(self.work()) for _ in range(self.max_tasks)]
+        workers = [Task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)]
         try:
             yield from self.q.join()  # suspends: until task_done() matched every put
         finally:
@@ -64,8 +64,8 @@ class Crawler(BaseCrawler):
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
                 # traceback shows the whole coroutine chain, no stack ripping here.
-                self.record_failure(url, 1, exc)
                 LOGGER.exception("while fetching %r", url)
+                self.record_failure(url, 1, exc)
             finally:
                 self.q.task_done()
 
@@ -76,7 +76,7 @@ class Crawler(BaseCrawler):
             if robots_url not in self.robots_tasks:
                 self.begin_robots(robots_url)
                 # One Task per origin, in the place of this worker: the pages wait for it.
-                self.robots_tasks[robots_url] = Task(self.fetch(robots_url, 0))
+                self.robots_tasks[robots_url] = Task(self.fetch(robots_url, 0), name="robots.txt")
             yield from self.robots_tasks[robots_url]  # suspends: until robots.txt is in
 
     def fetch(self, url: str, max_redirect: int) -> Coroutine[None]:
@@ -120,7 +120,8 @@ def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
     loop = EventLoop()
-    main = Task(crawler.crawl())
+    loop.tracer = crawler.tracer  # only with --trace
+    main = Task(crawler.crawl(), name="crawl")
     try:
         loop.run_until_complete(main)
     except KeyboardInterrupt:

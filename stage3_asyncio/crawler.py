@@ -18,6 +18,7 @@ from shared import USER_AGENT
 from shared.crawling import LOGGER, BaseCrawler, Options
 from shared.report import CrawlResult
 from shared.responses import MAX_BODY, Response
+from shared.trace import trace_coroutines
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
 # verify, a body shorter than its Content-Length, a garbage status line) and the timeout.
@@ -67,8 +68,8 @@ class Crawler(BaseCrawler):
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
                 # traceback shows the whole coroutine chain, no stack ripping here.
-                self.record_failure(url, 1, exc)
                 LOGGER.exception("while fetching %r", url)
+                self.record_failure(url, 1, exc)
             finally:
                 self.q.task_done()
 
@@ -79,7 +80,9 @@ class Crawler(BaseCrawler):
             if robots_url not in self.robots_tasks:
                 self.begin_robots(robots_url)
                 # One Task per origin, in the place of this worker: the pages wait for it.
-                self.robots_tasks[robots_url] = asyncio.create_task(self.fetch(robots_url, 0))
+                self.robots_tasks[robots_url] = asyncio.create_task(
+                    self.fetch(robots_url, 0), name="robots.txt"
+                )
             await self.robots_tasks[robots_url]  # suspends: until robots.txt is in
 
     async def fetch(self, url: str, max_redirect: int) -> None:
@@ -114,11 +117,18 @@ class Crawler(BaseCrawler):
             return Response(resp.status, headers, b"".join(chunks))
 
 
+def task_name() -> str:
+    """Name the running task, for --trace ("worker-3")."""
+    task = asyncio.current_task()
+    return task.get_name() if task else "-"
+
+
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
     try:
-        asyncio.run(crawler.crawl())
+        with trace_coroutines(crawler.tracer, __file__, task_name):  # only with --trace
+            asyncio.run(crawler.crawl())
     except KeyboardInterrupt:
         return crawler.result(interrupted=True)
     return crawler.result()

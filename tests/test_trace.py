@@ -1,0 +1,60 @@
+"""--trace: one line per loop step, one format for every stage, fetches visibly interleaved."""
+
+from __future__ import annotations
+
+import re
+from types import ModuleType
+
+import pytest
+
+from shared.crawling import Options
+from shared.testsite import Site, serve
+from shared.trace import summarize
+
+# "  0.0123  fd 8             readable -> _on_readable       http://127.0.0.1:5000/p/1"
+LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\S+|-)$")
+
+
+def traced_urls(stage: ModuleType, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """Crawl a 6-page site with two tasks and --trace; return the URL of each step."""
+    site = Site(pages=6, traps=False)
+    with serve(site) as base_url:
+        result = stage.crawl([base_url], Options(trace=True, max_tasks=2, ignore_robots=True))
+    assert len(result.fetches) == 6
+    lines = capsys.readouterr().err.splitlines()
+    matches = [LINE.match(line) for line in lines]
+    assert all(matches), [line for line, m in zip(lines, matches, strict=True) if not m]
+    return [m.group("url") for m in matches if m]
+
+
+def test_trace_shows_fetches_interleaving(
+    stage: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Between two steps of one fetch, a step of another fetch runs: two URLs in flight."""
+    urls = traced_urls(stage, capsys)
+    assert len(urls) >= 12  # at least two steps per page
+    interleaved = [
+        url
+        for i, url in enumerate(urls)
+        if url != "-"
+        and url in urls[i + 1 :]
+        and any(other not in ("-", url) for other in urls[i + 1 : urls.index(url, i + 1)])
+    ]
+    assert interleaved, "no fetch was paused while another one ran"
+
+
+def test_without_trace_nothing_is_printed(
+    stage: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = Site(pages=3, traps=False)
+    with serve(site) as base_url:
+        stage.crawl([base_url], Options(max_tasks=2, ignore_robots=True))
+    assert capsys.readouterr().err == ""
+
+
+def test_summaries_are_short() -> None:
+    assert summarize(b"x" * 5000) == "bytes[5000]"
+    assert summarize(TimeoutError("slow")) == "raise TimeoutError"
+    assert summarize(("http://h/" + "a" * 80, 10)).endswith("...")
+    assert summarize(None) == "None"
+    assert summarize(object()) == "object"
