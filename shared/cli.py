@@ -31,9 +31,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         epilog="With no ROOT, the built-in test site is started and crawled.",
     )
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="URL to start from")
-    parser.add_argument("--max-tasks", type=int, default=10, help="fetches in flight (10)")
-    parser.add_argument("--max-redirect", type=int, default=10, help="redirects per path (10)")
-    parser.add_argument("--max-tries", type=int, default=4, help="tries per URL (4)")
+    parser.add_argument(
+        "--max-tasks", type=int, default=10, metavar="N", help="fetches in flight (10)"
+    )
+    parser.add_argument(
+        "--max-redirect", type=int, default=10, metavar="N", help="redirects per path (10)"
+    )
+    parser.add_argument("--max-tries", type=int, default=4, metavar="N", help="tries per URL (4)")
     parser.add_argument("--exclude", metavar="REGEX", help="skip URLs matching this")
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument(
