@@ -83,3 +83,17 @@ def trace(session: nox.Session) -> None:
         session.error(f"which stage? one of {', '.join(STAGES)}")
     demo = ["--trace", "--max-tasks", "2", "--site-pages", "6", "--ignore-robots", "-q"]
     session.run("python", "-m", STAGES[name], *demo, *extra)
+
+
+@nox.session
+def compare(session: nox.Session) -> None:
+    """The stages and a thread pool on one site: a table and shared/bench/compare.svg."""
+    install(session)
+    session.run("python", "-m", "shared.bench.compare", *session.posargs)
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """The benchmark (about 8 minutes): `nox -s bench -- --quick` for a smoke run."""
+    install(session)
+    session.run("python", "-m", "shared.bench.bench", *session.posargs)
