@@ -56,6 +56,7 @@ from shared.bench.measure import (
 )
 
 DEFAULT_JSON = Path(__file__).resolve().with_name("results.json")
+QUICK_JSON = DEFAULT_JSON.with_name("results-quick.json")
 
 #: What the crawlers are asked to reach (see the issue that set them); never asserted.
 TARGETS = {
@@ -414,10 +415,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--runs", type=int, help="runs of each scenario (5; --quick: 1)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="results (%(default)s)")
+    parser.add_argument(
+        "--json", type=Path, help=f"results file ({DEFAULT_JSON.name}; --quick: {QUICK_JSON.name})"
+    )
     parser.add_argument("--markdown", action="store_true", help="print the results as markdown")
     parser.add_argument("--no-pin", action="store_true", help="do not pin to separate cores")
     args = parser.parse_args(argv)
+    # A smoke run must not overwrite the figures the README's table is made from.
+    args.json = args.json or (QUICK_JSON if args.quick and not args.markdown else DEFAULT_JSON)
     if args.markdown:
         print(markdown(json.loads(args.json.read_text(encoding="utf-8"))), end="")
         return 0
