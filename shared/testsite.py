@@ -1244,14 +1244,13 @@ def serve(site: Site, port: int = 0, *, tls: ServerTLS | None = None) -> Iterato
         thread.join()
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Serve a site in the foreground for a classroom until Ctrl-C."""
-    parser = argparse.ArgumentParser(description="Serve the crawler test site on 127.0.0.1.")
+def add_site_arguments(parser: argparse.ArgumentParser, *, port: int) -> None:
+    """Add the options that define a site (and its port) to a command line."""
     parser.add_argument("--pages", type=int, default=300, help="number of normal pages")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the site")
     parser.add_argument("--fanout", type=int, default=5, help="links per page")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
-    parser.add_argument("--port", type=int, default=8080, help="port (0: any free port)")
+    parser.add_argument("--port", type=int, default=port, help="port (0: any free port)")
     parser.add_argument("--no-traps", action="store_true", help="serve plain pages only")
     parser.add_argument("--hostile", action="store_true", help="add misbehaving pages")
     parser.add_argument("--wide", type=int, default=0, help="number of slow /wide/ pages")
@@ -1259,11 +1258,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--robots", choices=ROBOTS_KINDS, help="what /robots.txt answers (default: a 404)"
     )
-    parser.add_argument(
-        "--https", action="store_true", help="serve https, with a throw-away CA (needs trustme)"
-    )
-    args = parser.parse_args(argv)
-    site = Site(
+
+
+def site_from_arguments(args: argparse.Namespace) -> Site:
+    """Build the Site that options added by :func:`add_site_arguments` describe."""
+    return Site(
         args.pages,
         args.seed,
         args.fanout,
@@ -1274,6 +1273,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         wide_delay=args.wide_delay,
         robots=args.robots,
     )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve a site in the foreground for a classroom until Ctrl-C."""
+    parser = argparse.ArgumentParser(description="Serve the crawler test site on 127.0.0.1.")
+    add_site_arguments(parser, port=8080)
+    parser.add_argument(
+        "--https", action="store_true", help="serve https, with a throw-away CA (needs trustme)"
+    )
+    args = parser.parse_args(argv)
+    site = site_from_arguments(args)
     # The access log lets the class watch the crawler's requests arrive.
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     with tempfile.TemporaryDirectory(prefix="testsite-") as directory:

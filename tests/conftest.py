@@ -9,10 +9,17 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import importlib
+import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -151,3 +158,35 @@ def no_hangs() -> Iterator[None]:
     faulthandler.dump_traceback_later(HANG_LIMIT_S, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture
+def ctrl_c_check(tmp_path: Path) -> Callable[[str], dict[str, Any]]:
+    """A check, for any crawler module: Ctrl-C mid-crawl gives exit 130 and the partial report.
+
+    Returns the JSON the interrupted crawl wrote, for further checks.
+    """
+
+    def check(module: str) -> dict[str, Any]:
+        site = Site(pages=400, traps=False, latency=0.2)
+        with serve(site) as base_url:
+            out = tmp_path / "crawl.json"
+            argv = [sys.executable, "-m", module, base_url, "--json", str(out), "-q"]
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 30
+            while len(site.requests) < 15 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=30)
+            assert proc.returncode == 130, stderr
+            assert "interrupted" in stdout
+            doc: dict[str, Any] = json.loads(out.read_text())
+            assert doc["interrupted"] is True
+            recorded = {f["url"] for f in doc["fetches"]}
+            requested = {base_url.rstrip("/") + path for path in site.requests}
+            # Every URL the crawler touched is in the report, with its status or its error.
+            assert requested <= recorded
+            assert 15 <= len(recorded) < len(site.expected(base_url))
+            return doc
+
+    return check

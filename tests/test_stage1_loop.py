@@ -427,8 +427,8 @@ def test_https_handshake_is_a_callback_of_its_own_and_every_socket_is_closed(
     }
     # Every fetch went through the handshake callback, and handshakes waited for the
     # server: the TLS layer said "want read", and the loop called the callback again.
-    assert set(steps) == result.urls
-    assert len(steps) > len(result.urls), steps
+    assert set(steps) == result.urls, (steps, result.fetches)
+    assert len(steps) > len(result.urls), (steps, result.fetches)
     assert_all_closed(loops[0])  # the TLS sockets, and the plain ones they took over
 
 

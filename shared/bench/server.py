@@ -28,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from shared.testsite import Site
+from shared.testsite import Site, add_site_arguments, site_from_arguments
 
 #: Connections the kernel may hold for us before we accept them (capped by somaxconn).
 BACKLOG = 16384
@@ -92,24 +92,9 @@ async def serve(site: Site, port: int) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the site's definition from the command line and serve it."""
     parser = argparse.ArgumentParser(description="Serve the test site for measurements.")
-    parser.add_argument("--pages", type=int, default=300, help="number of normal pages")
-    parser.add_argument("--seed", type=int, default=1, help="random seed of the site")
-    parser.add_argument("--fanout", type=int, default=5, help="links per page")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
-    parser.add_argument("--port", type=int, default=0, help="port (0: any free port)")
-    parser.add_argument("--no-traps", action="store_true", help="serve plain pages only")
-    parser.add_argument("--wide", type=int, default=0, help="number of slow /wide/ pages")
-    parser.add_argument("--wide-delay", type=float, default=0.0, help="delay of /wide/ pages")
+    add_site_arguments(parser, port=0)
     args = parser.parse_args(argv)
-    site = Site(
-        args.pages,
-        args.seed,
-        args.fanout,
-        latency=args.latency,
-        traps=not args.no_traps,
-        wide=args.wide,
-        wide_delay=args.wide_delay,
-    )
+    site = site_from_arguments(args)
     raise_fd_limit()
     asyncio.run(serve(site, args.port))
 
