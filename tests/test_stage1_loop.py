@@ -288,7 +288,7 @@ def test_timeout_closes_the_socket_and_is_a_failed_try(loops: list[SpyLoop]) -> 
     [stat] = result.fetches
     assert stat.status is None and stat.tries == 2
     assert stat.error is not None and stat.error.startswith("TimeoutError")
-    assert 0.4 <= elapsed < 2.0
+    assert 0.4 <= elapsed < 5  # two timeouts of 0.2 s; the upper bound only stops a hang
     assert_all_closed(loops[0])
 
 
@@ -443,4 +443,4 @@ def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket
     result = stage1_callbacks.crawl([lingering_tls_server], options)
     [stat] = result.fetches
     assert (stat.status, stat.size, stat.error) == (200, 5026, None)
-    assert time.monotonic() - started < 2  # not a timeout
+    assert time.monotonic() - started < 4  # well under the 5 s timeout: it did not wait
