@@ -1,8 +1,8 @@
-"""Stage 2 event loop ("Coordinating Coroutines"): stage 1's loop plus timers and Tasks."""
+"""Stage 2 event loop ("Coordinating Coroutines"): stage 1's loop, able to drive a Task."""
 
-# The loop waits for sockets and timers with select(), then runs callbacks. Stage 1's loop only
-# dispatched selector events. This one also keeps a queue of callbacks to run soon (how Futures
-# wake Tasks) and a heap of timers (sleep, wait_for), and it drives a coroutine to completion by
+# The loop waits for sockets and timers with select(), then runs callbacks, as stage 1's does.
+# What is new: a queue of callbacks ready to run (how Futures wake Tasks), one socket may wait
+# to read and to write at once, and run_until_complete drives a coroutine to completion by
 # wrapping it in a Task.
 
 from __future__ import annotations
