@@ -1,6 +1,27 @@
 """Code shared by the three crawlers: everything that does not depend on the concurrency style."""
 
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
 __version__ = "0.1.0"
 
 #: Sent with every request by every stage, so a site's logs name the crawler.
 USER_AGENT = f"crawler500/{__version__}"
+
+
+def lazy_exports(module: str, names: list[str]) -> Callable[[str], object]:
+    """Return a module ``__getattr__`` (PEP 562) that imports ``module`` when ``names`` are used.
+
+    A stage's package exports ``Crawler`` and ``crawl`` this way rather than importing
+    its crawler at once: ``python -m STAGE`` imports the package before its
+    ``__main__``, and ``__main__`` must take Ctrl-C over before the slow imports begin.
+    """
+
+    def __getattr__(name: str) -> object:
+        if name not in names:
+            raise AttributeError(f"module {module.rpartition('.')[0]!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(module), name)
+
+    return __getattr__

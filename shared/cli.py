@@ -2,7 +2,8 @@
 
 ``python -m STAGE [ROOT ...] [options]``; with no ROOT the stage crawls the built-in
 test site.  Exit status: 0 when the crawl finished (HTTP errors are data, not
-failures), 2 on a usage error, 130 after Ctrl-C, with the partial report and JSON.
+failures), 2 on a usage error, 130 after Ctrl-C, with the partial report and JSON,
+and 141 when our output's reader went away (``| head``), the JSON file still written.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -20,7 +22,8 @@ from shared.tls import ssl_context
 
 Crawl = Callable[[Sequence[str], Options], CrawlResult]
 
-EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
+# 130 and 141 follow the shell's 128 + signal number: SIGINT (Ctrl-C) and SIGPIPE.
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 2, 130, 141
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -168,13 +171,22 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     """Run a stage's ``crawl`` from the command line; return the exit status."""
     args, options = parse_args(f"python -m {stage}", argv)
     configure_logging(args.verbose, args.quiet)
-    with roots_or_test_site(args.roots, args.site_pages) as roots:
-        result = crawl(roots, options)
-    # With --json -, stdout carries the JSON alone, so the report moves to stderr.
-    report(result, sys.stderr if args.json == "-" else sys.stdout)
-    if args.json == "-":
-        write_json(result, sys.stdout, timeline=args.timeline)
-    elif args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            write_json(result, out, timeline=args.timeline)
+    try:
+        with roots_or_test_site(args.roots, args.site_pages) as roots:
+            result = crawl(roots, options)
+        if args.json and args.json != "-":  # first: the file must not depend on a pipe
+            with open(args.json, "w", encoding="utf-8") as out:
+                write_json(result, out, timeline=args.timeline)
+        # With --json -, stdout carries the JSON alone, so the report moves to stderr.
+        report(result, sys.stderr if args.json == "-" else sys.stdout)
+        if args.json == "-":
+            write_json(result, sys.stdout, timeline=args.timeline)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Our reader left (`| head`, a pager quit early).  Say no more, as cat or grep
+        # would: point stdout and stderr at /dev/null, or Python's last flush complains.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, sys.stderr.fileno())
+        return EXIT_PIPE
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any, TextIO
 
+from shared.interrupt import PipeClosed
+
 
 def summarize(value: Any) -> str:
     """Say in a few characters what a coroutine was resumed with."""
@@ -57,11 +59,21 @@ class Tracer:
         """Start the clock; lines go to ``out``."""
         self.out = out or sys.stderr
         self.t0 = time.monotonic()
+        self.closed = False  # set once nobody reads the lines any more
 
     def line(self, who: str, what: str, url: str | None = None) -> None:
-        """Print one step: who ran, what it ran, for which URL."""
+        """Print one step: who ran, what it ran, for which URL.
+
+        Raises PipeClosed, once, when the reader has gone (``--trace 2>&1 | head``).
+        """
+        if self.closed:
+            return
         elapsed = time.monotonic() - self.t0
-        print(f"{elapsed:8.4f}  {who:<16} {what:<44} {url or '-'}", file=self.out)
+        try:
+            print(f"{elapsed:8.4f}  {who:<16} {what:<44} {url or '-'}", file=self.out)
+        except BrokenPipeError:
+            self.closed = True
+            raise PipeClosed(f"trace output closed at {elapsed:.4f} s") from None
 
     def callback(self, who: str, event: str, callback: Callable[..., object]) -> None:
         """Stage 1: a callback ran; its object (a Fetcher) knows the URL."""
@@ -96,8 +108,8 @@ def trace_coroutines(
         if chain:
             urls = [f.f_locals["url"] for f in chain if "url" in f.f_locals]
             names = ">".join(f.f_code.co_name for f in chain)
+            chain.clear()  # first: if the line cannot be written, it is not tried again
             tracer.line(task_name(), f"{names} resumed", urls[-1] if urls else None)
-            chain.clear()
 
     def profile(frame: FrameType, event: str, arg: object) -> None:
         if event != "call":

@@ -8,6 +8,7 @@ next callback it registers, and an exception's traceback starts in the loop, not
 where the fetch began ("stack ripping").  loop.py is the loop; crawler.py the crawler.
 """
 
-from stage1_callbacks.crawler import Crawler, crawl
+from shared import lazy_exports
 
-__all__ = ["Crawler", "crawl"]
+# Crawler and crawl, imported on first use: see lazy_exports.
+__getattr__ = lazy_exports("stage1_callbacks.crawler", ["Crawler", "crawl"])

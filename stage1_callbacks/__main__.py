@@ -2,8 +2,13 @@
 
 import sys
 
-from shared.cli import main
-from stage1_callbacks.crawler import crawl
+from shared import interrupt
 
 if __name__ == "__main__":
-    sys.exit(main("stage1_callbacks", crawl))
+    # First of all, before the slow imports: from here on a Ctrl-C is news for the crawl
+    # (see shared/interrupt.py), not a KeyboardInterrupt raised wherever Python happens to be.
+    with interrupt.taken_over():
+        from shared.cli import main
+        from stage1_callbacks.crawler import crawl
+
+        sys.exit(main("stage1_callbacks", crawl))

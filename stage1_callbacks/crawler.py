@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Sequence
 from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 
+from shared import interrupt
 from shared.crawling import LOGGER, BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
@@ -43,7 +44,7 @@ class Fetcher:
         self.max_redirect = max_redirect
         self.tries = 0
         self.sock: socket.socket | None = None  # the current try's socket, None between tries
-        self.timer: TimerHandle | None = None  # the current try's timeout
+        self.timer: TimerHandle | None = None  # the current try's timeout (first: its start)
         self.parser = ResponseParser()
         self.unsent = b""  # the part of the request the socket has not taken yet
 
@@ -167,7 +168,7 @@ class Fetcher:
     def close(self) -> None:
         """End the current try: cancel its timer, unregister and close its socket."""
         # Every way out of a try comes through here: success, error, timeout, an
-        # exception in a callback, and Ctrl-C (from Crawler.crawl's finally).
+        # exception in a callback, and Ctrl-C (Crawler.cancel, or crawl's finally).
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
@@ -189,14 +190,20 @@ class Crawler(BaseCrawler):
         self.fetchers: dict[str, Fetcher] = {}  # url -> its Fetcher, while in flight
         self.parked: dict[str, list[tuple[str, int]]] = {}  # robots.txt URL -> pages waiting
         self.resolver = Resolver()
-        try:
-            self.work()
-            self.loop.run_until(lambda: not self.q and not self.fetchers)
-        finally:
-            # Normally empty by now; after Ctrl-C (or a bug) these sockets must not leak.
-            for fetcher in self.fetchers.values():
-                fetcher.close()
-            self.loop.close()
+        self.interrupted = False
+        with interrupt.caught() as ctrl_c:
+            if ctrl_c:  # Ctrl-C wakes the loop through a socket; cancel() runs as a callback
+                self.loop.register(ctrl_c.reader, EVENT_READ, ctrl_c.on_press(self.cancel))
+            try:
+                self.work()
+                self.loop.run_until(lambda: not self.q and not self.fetchers)
+            finally:
+                # Normally empty by now; after a second Ctrl-C (or a bug) these must not leak.
+                for fetcher in self.fetchers.values():
+                    fetcher.close()
+                if ctrl_c:
+                    self.loop.unregister(ctrl_c.reader)  # the loop leaves no socket behind
+                self.loop.close()
 
     def work(self) -> None:
         """Start fetches from the queue until --max-tasks are in flight or the queue is empty."""
@@ -225,8 +232,9 @@ class Crawler(BaseCrawler):
         fetcher = self.fetchers[url] = Fetcher(self, url, max_redirect)
         # Started from the loop, not from here: then every step of every fetch runs
         # as a loop callback, under the loop's exception handler, and a fetch that
-        # fails at once cannot call work() from inside work().
-        self.loop.call_soon(fetcher.start)
+        # fails at once cannot call work() from inside work().  Until it starts, its
+        # timer is the start itself, so that close() can cancel that too.
+        fetcher.timer = self.loop.call_soon(fetcher.start)
 
     def finished(self, fetcher: Fetcher, items: list[tuple[str, int]]) -> None:
         """Take a finished Fetcher out of flight, queue what it found, start more fetches."""
@@ -235,6 +243,18 @@ class Crawler(BaseCrawler):
         # If it was a robots.txt, the pages parked for it go back to the front of the queue.
         self.q.extendleft(reversed(self.parked.pop(fetcher.url, [])))
         self.work()
+
+    def cancel(self) -> None:
+        """Ctrl-C: start nothing more and close every Fetcher in flight; the loop then ends.
+
+        Their URLs stay in flight, so the result records them as interrupted.
+        """
+        self.interrupted = True
+        self.q.clear()
+        self.parked.clear()
+        for fetcher in self.fetchers.values():
+            fetcher.close()  # the same way out as every try: timer cancelled, socket closed
+        self.fetchers.clear()
 
     def callback_failed(self, exc: Exception, callback: Callback) -> None:
         """Record an exception that escaped a Fetcher's callback, and let the crawl go on.
@@ -259,6 +279,6 @@ def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     crawler = Crawler(roots, options)
     try:
         crawler.crawl()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C: stop at once, keep what is known
         return crawler.result(interrupted=True)
-    return crawler.result()
+    return crawler.result(interrupted=crawler.interrupted)

@@ -9,6 +9,7 @@ and "Coordinating Coroutines".  Changed from stage 1: callbacks -> generators.
 # sock_handshake, sock_sendall, sock_recv) and queues.py (Queue). None of it imports asyncio.
 # crawler.py is the crawler itself, in the shape of stage 3's.
 
-from stage2_generators.crawler import Crawler, crawl
+from shared import lazy_exports
 
-__all__ = ["Crawler", "crawl"]
+# Crawler and crawl, imported on first use: see lazy_exports.
+__getattr__ = lazy_exports("stage2_generators.crawler", ["Crawler", "crawl"])

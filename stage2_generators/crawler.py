@@ -13,6 +13,7 @@ import socket
 import ssl
 from collections.abc import Sequence
 
+from shared import interrupt
 from shared.crawling import LOGGER, BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
@@ -119,18 +120,15 @@ class Crawler(BaseCrawler):
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
-    loop = EventLoop()
-    loop.tracer = crawler.tracer  # only with --trace
+    loop = EventLoop(crawler.tracer)  # a tracer only with --trace
     main = Task(crawler.crawl(), name="crawl")
-    try:
-        loop.run_until_complete(main)
-    except KeyboardInterrupt:
-        # As asyncio.run does: cancel the main coroutine and let it cancel the workers,
-        # so every socket in flight is closed by the finally blocks that own it.
-        main.cancel()
-        with contextlib.suppress(CancelledError):
+    with interrupt.caught() as ctrl_c:
+        if ctrl_c:  # as asyncio.Runner does: Ctrl-C wakes the loop, which cancels the main task
+            loop.add_reader(ctrl_c.reader, ctrl_c.on_press(main.cancel))
+        try:
             loop.run_until_complete(main)
-        return crawler.result(interrupted=True)
-    finally:
-        loop.close()
+        except (CancelledError, KeyboardInterrupt):  # a first Ctrl-C, or a second one
+            return crawler.result(interrupted=True)
+        finally:
+            loop.close()
     return crawler.result()

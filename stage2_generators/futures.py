@@ -36,7 +36,7 @@ class Future(Generic[T]):
         # method; every attribute here has a leading underscore and a name of its own.
         self._state = _PENDING
         self._result: T | None = None
-        self._exception: Exception | None = None
+        self._exception: BaseException | None = None
         self._callbacks: list[Callable[[Future[T]], object]] = []
 
     def done(self) -> bool:
@@ -47,7 +47,7 @@ class Future(Generic[T]):
         """Return True if the future was cancelled."""
         return self._state == _CANCELLED
 
-    def exception(self) -> Exception | None:
+    def exception(self) -> BaseException | None:
         """Return the stored exception, or None; raise as result() does if there is neither."""
         if self._state == _CANCELLED:
             raise CancelledError()
@@ -68,7 +68,7 @@ class Future(Generic[T]):
         """Store the result and schedule the callbacks; InvalidStateError if already done."""
         self._finish(_FINISHED, result, None)
 
-    def set_exception(self, exception: Exception) -> None:
+    def set_exception(self, exception: BaseException) -> None:
         """Store an exception for result() to raise; InvalidStateError if already done."""
         self._finish(_FINISHED, None, exception)
 
@@ -94,7 +94,7 @@ class Future(Generic[T]):
             yield self  # suspends: the Task waits for this future, then resumes us here
         return self.result()
 
-    def _finish(self, state: str, result: T | None, exception: Exception | None) -> None:
+    def _finish(self, state: str, result: T | None, exception: BaseException | None) -> None:
         if self.done():
             raise InvalidStateError(f"the future is already {self._state}")
         self._state, self._result, self._exception = state, result, exception

@@ -45,7 +45,7 @@ class TimerHandle:
 class EventLoop:
     """Run callbacks when sockets are ready or timers are due, all in one thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, tracer: Tracer | None = None) -> None:
         self._selector: BaseSelector = DefaultSelector()
         self._ready: deque[tuple[Callback, tuple[Any, ...]]] = deque()
         # A heap of (when, sequence number, handle). The sequence number breaks ties between
@@ -53,7 +53,7 @@ class EventLoop:
         # are never compared.
         self._timers: list[tuple[float, int, TimerHandle]] = []
         self._sequence = itertools.count()
-        self.tracer: Tracer | None = None  # --trace: Task._step reports each resumption
+        self.tracer = tracer  # --trace: Task._step reports each resumption
         # We only ever run one loop at a time, so the newest loop becomes the current one.
         set_event_loop(self)
 
@@ -131,13 +131,8 @@ class EventLoop:
             except Exception as exc:
                 # A bug in one callback must not stop every other coroutine. (A Task catches
                 # its coroutine's exceptions itself and stores them, so they never get here.)
-                message = f"Exception in callback {fn!r}"
-                self.call_exception_handler({"message": message, "exception": exc})
-
-    def call_exception_handler(self, context: dict[str, Any]) -> None:
-        """Log an exception that escaped a callback; the loop keeps running."""
-        # asyncio lets you install your own handler with set_exception_handler(); we only log.
-        LOGGER.error("%s", context["message"], exc_info=context.get("exception"))
+                # asyncio passes it to a handler you can replace (set_exception_handler); we log.
+                LOGGER.error("Exception in callback %r", fn, exc_info=exc)
 
     def run_until_complete(self, future: Future[T] | Coroutine[T]) -> T:
         """Run until `future` (a generator is wrapped in a Task) is done; return its result."""

@@ -58,7 +58,10 @@ class Task(Future[T]):
         if self._must_cancel:
             exc, self._must_cancel = CancelledError(), False
         if tracer := get_event_loop().tracer:  # --trace: which task resumes, with what
-            tracer.resume(self.name, self._coro, value if exc is None else exc)
+            try:
+                tracer.resume(self.name, self._coro, value if exc is None else exc)
+            except BaseException as error:  # stderr closed (PipeClosed), say: the coroutine
+                exc = error  # gets it at its `yield from`, so its finally blocks run
         # throw() is the cure for stack ripping: the exception appears inside the coroutine at
         # the very `yield from` that waited. A try/except there catches it, and if nothing
         # does, its traceback lists every coroutine frame, not just the loop's.
@@ -68,10 +71,10 @@ class Task(Future[T]):
             self.set_result(stop.value)  # the task resolves itself with the return value
         except CancelledError:
             super().cancel()
-        except Exception as error:
+        except BaseException as error:  # whatever it is, the task is settled: never left in limbo
             self.set_exception(error)
-        # KeyboardInterrupt and SystemExit propagate out of the loop; CPython also records
-        # them on the task first.
+            if not isinstance(error, Exception):
+                raise  # KeyboardInterrupt and SystemExit go on to stop the loop, as in CPython
         else:
             # Thanks to `yield from` delegation, `yielded` is the future that the innermost
             # sub-coroutine is waiting for: every `yield from` in between passed it up unchanged,

@@ -5,6 +5,7 @@ Task, event loop and queue give way to asyncio's, ``yield from`` becomes ``await
 and aiohttp speaks HTTP (with a connection pool) in place of shared/httpwire.py.
 """
 
-from stage3_asyncio.crawler import Crawler, crawl
+from shared import lazy_exports
 
-__all__ = ["Crawler", "crawl"]
+# Crawler and crawl, imported on first use: see lazy_exports.
+__getattr__ = lazy_exports("stage3_asyncio.crawler", ["Crawler", "crawl"])

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import aiohttp
 from yarl import URL
 
-from shared import USER_AGENT
+from shared import USER_AGENT, interrupt
 from shared.crawling import LOGGER, BaseCrawler, Options
 from shared.report import CrawlResult
 from shared.responses import MAX_BODY, Response
@@ -127,7 +127,9 @@ def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
     try:
-        with trace_coroutines(crawler.tracer, __file__, task_name):  # only with --trace
+        # asyncio.Runner takes Ctrl-C as stages 1 and 2 do by hand: the first one cancels
+        # the main task, and asyncio.run raises KeyboardInterrupt once that has run.
+        with interrupt.left_to_asyncio(), trace_coroutines(crawler.tracer, __file__, task_name):
             asyncio.run(crawler.crawl())
     except KeyboardInterrupt:
         return crawler.result(interrupted=True)

@@ -37,6 +37,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         help="run the stage tests for this stage only (stage1, stage2_generators, ...); repeatable",
     )
+    parser.addoption(
+        "--storm-runs",
+        type=int,
+        default=9,
+        help="crawls interrupted at random moments, per stage and scenario (9)",
+    )
 
 
 def _selected(config: pytest.Config) -> list[str]:

@@ -109,7 +109,8 @@ class SpyLoop(EventLoop):
         self.left_registered: dict[int, Any] | None = None
 
     def register(self, sock: socket.socket, events: int, callback: Callback) -> None:
-        if sock not in self.sockets:
+        # Only the crawl's own: the socket the loop watches for Ctrl-C is a Unix socket.
+        if sock not in self.sockets and sock.family != socket.AF_UNIX:
             self.sockets.append(sock)
         super().register(sock, events, callback)
 

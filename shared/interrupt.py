@@ -1,0 +1,153 @@
+"""Ctrl-C as news for an event loop, not an exception that lands anywhere.
+
+Python turns SIGINT into KeyboardInterrupt, raised in the main thread between any two
+bytecodes: inside a callback, halfway through the selector's bookkeeping, inside a
+Task's step.  A loop written by hand is then left half-updated, and its clean-up runs
+on a state nobody planned for.  ``asyncio.Runner`` (Python 3.11) takes the first Ctrl-C
+another way, and stages 1 and 2 copy it with :class:`CtrlC`:
+
+1. the signal handler only counts the press and writes one byte to a socket that the
+   loop watches: select() cannot wait for a signal, but it can wait for a socket (the
+   "self-pipe" trick; asyncio's C-level cousin is ``signal.set_wakeup_fd``);
+2. the loop sees that socket readable and runs the stage's own clean-up as ordinary
+   steps: stage 2 cancels its main task, stage 1 closes every Fetcher;
+3. a second Ctrl-C raises KeyboardInterrupt at once, for a crawl that will not stop.
+
+Stage 3 leaves Ctrl-C to asyncio.Runner itself (:func:`left_to_asyncio`).  A stage's
+``__main__`` takes Ctrl-C over (:func:`taken_over`) before anything else, so that a Ctrl-C
+while the program imports and starts up is news too, read by the loop at its first turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from types import FrameType
+
+
+class PipeClosed(KeyboardInterrupt):
+    """Our output's reader went away (``| head``): stop now, as after a second Ctrl-C.
+
+    Unix ends a program that writes to a closed pipe with SIGPIPE; Python ignores that
+    signal and raises BrokenPipeError instead, which a crawler's ``except Exception``
+    (there to record a bug and go on) would swallow at every step.  As a
+    KeyboardInterrupt it stops the crawl at once, and the partial result is still written.
+    """
+
+
+class CtrlC:
+    """Count Ctrl-C presses and wake a select() loop through a socket it watches."""
+
+    def __init__(self) -> None:
+        """Open the socket pair; :func:`install` makes this object the SIGINT handler."""
+        self.presses = 0
+        self.reader, self._writer = socket.socketpair()  # the loop watches ``reader``
+        self.reader.setblocking(False)
+        self._writer.setblocking(False)
+
+    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        """The SIGINT handler: note the press and wake the loop; raise on the second one."""
+        # This runs in the main thread between two bytecodes of whatever it was doing, so
+        # it changes nothing that code may be in the middle of: a count and one byte.
+        self.presses += 1
+        if self.presses > 1:
+            raise KeyboardInterrupt
+        with contextlib.suppress(OSError):  # full or closed: the loop has been told already
+            self._writer.send(b"\0")
+
+    def on_press(self, stop: Callable[[], object]) -> Callable[..., None]:
+        """Return a loop callback for ``reader``: empty the socket, then call ``stop()``."""
+
+        def on_ctrl_c(*args: object) -> None:  # stage 1 passes (key, mask), stage 2 nothing
+            with contextlib.suppress(OSError):  # BlockingIOError: nothing (more) to read
+                while self.reader.recv(4096):
+                    pass
+            stop()
+
+        return on_ctrl_c
+
+    def close(self) -> None:
+        """Close the socket pair."""
+        self.reader.close()
+        self._writer.close()
+
+
+_installed: CtrlC | None = None
+
+
+def install() -> CtrlC | None:
+    """Take Ctrl-C over for the rest of the process; see :func:`taken_over`.
+
+    Signals reach only the main thread: elsewhere nothing is installed and None returned.
+    """
+    global _installed
+    if _installed is None and threading.current_thread() is threading.main_thread():
+        ctrl_c = CtrlC()
+        signal.signal(signal.SIGINT, ctrl_c.on_sigint)
+        _installed = ctrl_c
+    return _installed
+
+
+@contextlib.contextmanager
+def taken_over() -> Iterator[None]:
+    """Own Ctrl-C from a program's first line to its last: a stage's ``__main__`` runs in this.
+
+    On the way out Ctrl-C is ignored: Python's shutdown puts the default action back
+    (death by the signal, exit status -2), and the work is done, so a late Ctrl-C has
+    nothing left to stop.
+    """
+    install()
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def caught() -> Iterator[CtrlC | None]:
+    """Make Ctrl-C news for a hand-made loop during the block; yield what it must watch.
+
+    In a stage's program the handler installed at start-up serves.  Elsewhere (a test,
+    a notebook) one is installed for the block and the previous handler comes back
+    after.  Off the main thread no signal can arrive, and None is yielded.
+    """
+    if _installed is not None or threading.current_thread() is not threading.main_thread():
+        yield _installed
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    ctrl_c = install()
+    try:
+        yield ctrl_c
+    finally:
+        _uninstall(previous)
+
+
+def _uninstall(previous: Callable[[int, FrameType | None], object] | int | None) -> None:
+    global _installed
+    signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+    if _installed is not None:
+        _installed.close()
+        _installed = None
+
+
+@contextlib.contextmanager
+def left_to_asyncio() -> Iterator[None]:
+    """Hand Ctrl-C to asyncio.Runner for the block (stage 3), then take it back.
+
+    Runner installs its handler only in place of Python's default one, so that is put
+    back for the block.  A press that came before the block (while the program started)
+    ends the crawl at once, as KeyboardInterrupt.
+    """
+    if _installed is None:
+        yield
+        return
+    if _installed.presses:
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, _installed.on_sigint)
