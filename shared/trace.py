@@ -81,9 +81,10 @@ class Tracer:
 def first_resume(code: CodeType) -> int:
     """The offset of a code object's first RESUME: where a coroutine's frame first enters.
 
-    A coroutine's code begins with set-up that runs when the coroutine object is made
-    (RETURN_GENERATOR, POP_TOP), so a frame entered for the first time already has an
-    ``f_lasti`` above zero: only one past this offset has paused and been resumed.
+    Since Python 3.11 a coroutine's code begins with set-up that runs when the coroutine
+    object is made (RETURN_GENERATOR, POP_TOP), so a frame entered for the first time
+    already has an ``f_lasti`` above zero.  A frame whose ``f_lasti`` is past this offset
+    has paused and is being resumed.
     """
     return next((i.offset for i in dis.get_instructions(code) if i.opname == "RESUME"), 0)
 
