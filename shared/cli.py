@@ -143,10 +143,16 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
 
 
 def configure_logging(verbose: int, quiet: bool) -> None:
-    """Map -v/-q to log levels: warnings by default, -v info, -vv debug, -q errors only."""
+    """Map -v/-q to log levels: warnings by default, -v info, -vv debug, -q errors only.
+
+    The built-in test site's server logs a line per request it answers
+    (``aiohttp.access``, even under stages 1 and 2): only -vv shows those.
+    """
     levels = [logging.WARNING, logging.INFO, logging.DEBUG]
     level = logging.ERROR if quiet else levels[min(verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    access_log = logging.getLogger("aiohttp.access")
+    access_log.setLevel(logging.NOTSET if verbose >= 2 else logging.WARNING)  # NOTSET: as root
 
 
 @contextlib.contextmanager

@@ -9,12 +9,14 @@ pauses, another runs, the first resumes.
 
 from __future__ import annotations
 
-import inspect
+import dis
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from types import FrameType
+from inspect import CO_COROUTINE
+from types import CodeType, FrameType
 from typing import Any, TextIO
 
 from shared.interrupt import PipeClosed
@@ -87,22 +89,43 @@ class Tracer:
         self.line(who, f"{'>'.join(names)} <- {summarize(value)}", url)
 
 
+@functools.cache
+def first_resume(code: CodeType) -> int:
+    """The offset of a code object's first RESUME: where a coroutine's frame first enters.
+
+    Since Python 3.11 a coroutine's code begins with set-up that runs when the coroutine
+    object is made (RETURN_GENERATOR, POP_TOP), so a frame entered for the first time
+    already has an ``f_lasti`` above zero.  A frame whose ``f_lasti`` is past this offset
+    has paused and is being resumed.
+    """
+    return next((i.offset for i in dis.get_instructions(code) if i.opname == "RESUME"), 0)
+
+
 @contextmanager
 def trace_coroutines(
     tracer: Tracer | None, filename: str, task_name: Callable[[], str]
 ) -> Iterator[None]:
-    """Stage 3: trace every resumption of a coroutine defined in ``filename``.
+    """Stage 3: trace every step of a task running a coroutine defined in ``filename``.
 
     asyncio's Task is written in C, so there is no step method to hook; instead a
-    profile function sees each coroutine frame resumed.  One step resumes the chain
+    profile function sees each coroutine frame entered.  One step resumes the chain
     outermost first (work, then fetch, then request), so the names gather until a
-    frame from elsewhere is entered, and the step is printed then.  Without a tracer
-    this does nothing.
+    frame from elsewhere is entered, and the step is printed then.  A task's first step
+    enters one of our coroutines from asyncio's code: it prints "started", as stage 2's
+    ``<- None``.  A coroutine one of ours calls is part of its caller's step, not a new
+    one.  Without a tracer this does nothing.
     """
     if tracer is None:
         yield
         return
     chain: list[FrameType] = []
+
+    def ours(frame: FrameType | None) -> bool:
+        """Tell whether a frame runs one of the coroutines this trace follows."""
+        if frame is None:  # the caller of the stack's bottom frame
+            return False
+        code = frame.f_code
+        return code.co_filename == filename and bool(code.co_flags & CO_COROUTINE)
 
     def flush() -> None:
         if chain:
@@ -114,11 +137,12 @@ def trace_coroutines(
     def profile(frame: FrameType, event: str, arg: object) -> None:
         if event != "call":
             return
-        resumed = frame.f_lasti > 0 and frame.f_code.co_flags & inspect.CO_COROUTINE
-        if resumed and frame.f_code.co_filename == filename:
-            chain.append(frame)
-        else:
-            flush()
+        if ours(frame) and frame.f_lasti > first_resume(frame.f_code):
+            chain.append(frame)  # resumed where it paused: one more link of this step
+            return
+        flush()  # entered anything else: the chain resumed in this step is complete
+        if ours(frame) and not ours(frame.f_back):  # a task's first step
+            tracer.line(task_name(), f"{frame.f_code.co_name} started", frame.f_locals.get("url"))
 
     sys.setprofile(profile)
     try:

@@ -1,4 +1,4 @@
-"""Stage 2 queue ("Coordinating Coroutines"): a Queue with join() replaces a global counter."""
+"""Stage 2 queue ("Coordinating Coroutines"): join() replaces the chapter's global urls_todo set."""
 
 # A queue for coroutines, with the task_done()/join() counting of queue.Queue. Workers take URLs
 # from a Queue, and the main coroutine waits in join() until every item put has been matched by

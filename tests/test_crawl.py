@@ -327,6 +327,14 @@ def test_cli_without_root_crawls_the_built_in_site(stage: ModuleType) -> None:
     assert "Finished" in done.stdout and "built-in test site" in done.stderr
 
 
+def test_cli_verbose_shows_the_crawler_not_the_test_sites_access_log(stage: ModuleType) -> None:
+    """-v tells what the crawler does; the built-in site's line per request waits for -vv."""
+    done = run_stage(stage, "--site-pages", "2", "-v")
+    assert done.returncode == 0, done.stderr
+    assert "INFO crawler: robots.txt" in done.stderr
+    assert "aiohttp.access" not in done.stderr
+
+
 def test_cli_usage_error_exits_2(stage: ModuleType) -> None:
     done = run_stage(stage, "--max-tasks", "0")
     assert done.returncode == 2

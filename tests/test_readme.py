@@ -1,10 +1,12 @@
-"""The README's map of the chapter's ideas must point at code that exists."""
+"""The README must say true things: code its map names exists, its count of the site is right."""
 
 from __future__ import annotations
 
 import ast
 import re
 from pathlib import Path
+
+from shared.testsite import Site
 
 ROOT = Path(__file__).resolve().parent.parent
 # A reference looks like `stage1_callbacks/loop.py:EventLoop.run_once` (the name is optional).
@@ -49,3 +51,16 @@ def test_defines_can_tell_a_missing_name() -> None:
     path = ROOT / "stage2_generators" / "tasks.py"
     assert defines(path, "Task._step")
     assert not defines(path, "Task.no_such_method")
+
+
+def test_the_default_site_has_as_many_urls_as_the_readme_says() -> None:
+    """The README's count of the default site's URLs is the oracle's, not a memory of it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## The test site and the tests") :]
+    found = re.search(r"`Site\(\)`[^.]*? has (\d+) URLs", section)
+    assert found, "the sentence giving the default site's size has changed: update this test"
+    site, base_url = Site(), "http://127.0.0.1:8080/"
+    records = site.expected(base_url)
+    linked = site.expected(base_url, ignore_robots=True)  # the same, but for /robots.txt
+    assert set(records) - set(linked) == {base_url + "robots.txt"}
+    assert int(found.group(1)) == len(linked)

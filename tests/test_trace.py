@@ -7,6 +7,7 @@ from types import ModuleType
 
 import pytest
 
+import stage3_asyncio as stage3
 from shared.crawling import Options
 from shared.testsite import Site, serve
 from shared.trace import summarize
@@ -15,8 +16,8 @@ from shared.trace import summarize
 LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\S+|-)$")
 
 
-def traced_urls(stage: ModuleType, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    """Crawl a 6-page site with two tasks and --trace; return the URL of each step."""
+def traced_steps(stage: ModuleType, capsys: pytest.CaptureFixture[str]) -> list[re.Match[str]]:
+    """Crawl a 6-page site with two tasks and --trace; return each step's line, parsed."""
     site = Site(pages=6, traps=False)
     with serve(site) as base_url:
         result = stage.crawl([base_url], Options(trace=True, max_tasks=2, ignore_robots=True))
@@ -24,7 +25,12 @@ def traced_urls(stage: ModuleType, capsys: pytest.CaptureFixture[str]) -> list[s
     lines = capsys.readouterr().err.splitlines()
     matches = [LINE.match(line) for line in lines]
     assert all(matches), [line for line, m in zip(lines, matches, strict=True) if not m]
-    return [m.group("url") for m in matches if m]
+    return [m for m in matches if m]
+
+
+def traced_urls(stage: ModuleType, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The URL of each step of a traced crawl (``-`` for a step with none)."""
+    return [m.group("url") for m in traced_steps(stage, capsys)]
 
 
 def test_trace_shows_fetches_interleaving(
@@ -41,6 +47,37 @@ def test_trace_shows_fetches_interleaving(
         and any(other not in ("-", url) for other in urls[i + 1 : urls.index(url, i + 1)])
     ]
     assert interleaved, "no fetch was paused while another one ran"
+
+
+def stage3_steps(capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:
+    """Trace stage 3 on the 6-page site; return what each worker's steps ran, in order."""
+    steps: dict[str, list[str]] = {}
+    for m in traced_steps(stage3, capsys):
+        steps.setdefault(m.group("who").strip(), []).append(m.group("what"))
+    assert {"worker-0", "worker-1"} <= steps.keys()
+    return {who: whats for who, whats in steps.items() if who.startswith("worker-")}
+
+
+def test_stage3_a_coroutine_just_called_is_not_resumed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A step resumes a worker's chain from its outermost coroutine, ``work``, down.
+
+    With --ignore-robots, ``robots`` returns without ever pausing, so it never appears;
+    nor does a chain that starts below ``work``, as a first call mistaken for a resumption.
+    """
+    for whats in stage3_steps(capsys).values():
+        resumed = [what for what in whats if what.endswith(" resumed")]
+        assert resumed, whats
+        assert all(what.startswith("work") for what in resumed), whats
+        assert not [what for what in whats if "robots" in what], whats
+
+
+def test_stage3_a_task_first_step_says_started(capsys: pytest.CaptureFixture[str]) -> None:
+    """Like stage 2's ``work <- None``, a worker's first step is told apart: it starts."""
+    for whats in stage3_steps(capsys).values():
+        assert whats[0] == "work started", whats
+        assert "work started" not in whats[1:], whats
 
 
 def test_without_trace_nothing_is_printed(
