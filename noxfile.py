@@ -1,19 +1,54 @@
 """Sessions: `nox -s tests`, `nox -s lint`, `nox -s stage1|stage2|stage3 -- [ROOT ...] [options]`.
 
 A bare `nox` runs lint and tests.  nox builds each session's virtualenv itself, so a
-machine needs only Python and nox.
+machine needs only Python and nox.  The tests run once per Python in PYTHONS that the
+machine has (`nox -s tests-3.12` runs one); the other sessions use nox's own Python.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import nox
 
-nox.needs_version = ">=2024.3.2"
+nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
+PYTHONS = ["3.11", "3.12", "3.13", "3.14"]
+
+
+def add_pyenv_pythons(versions: list[str]) -> None:
+    """Put pyenv's installed interpreters of these versions at the end of PATH.
+
+    pyenv's shims run only the versions selected with `pyenv global` or `pyenv local`, so
+    `python3.12` may be on PATH and still refuse to start.  The interpreters themselves
+    are in `$(pyenv root)/versions/3.12.N/bin`: appended, they come after what PATH
+    already has, which still wins.  Without pyenv this does nothing.
+    """
+    root = os.environ.get("PYENV_ROOT")
+    if not root and (pyenv := shutil.which("pyenv")):
+        root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+    if not root:
+        return
+    release = re.compile(r"(\d+\.\d+)\.(\d+)")  # 3.12.1; not 3.13.0t, 3.14-dev or pypy
+    found: list[tuple[int, str]] = []
+    for folder in Path(root, "versions").glob("*/bin"):
+        match = release.fullmatch(folder.parent.name)
+        if match and match[1] in versions:
+            found.append((int(match[2]), str(folder)))
+    found.sort(reverse=True)  # the newest patch release of a version first
+    path = [os.environ.get("PATH", ""), *(folder for _, folder in found)]
+    os.environ["PATH"] = os.pathsep.join(filter(None, path))
+
+
+add_pyenv_pythons(PYTHONS)
 
 
 def install(session: nox.Session, *groups: str) -> None:
@@ -23,9 +58,9 @@ def install(session: nox.Session, *groups: str) -> None:
         session.install(*nox.project.dependency_groups(PYPROJECT, group))
 
 
-@nox.session
+@nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """The whole suite; `nox -s tests -- --stage stage3 -k redirect` narrows it."""
+    """The whole suite; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows it."""
     install(session, "test")
     session.run("pytest", *session.posargs)
 
@@ -72,6 +107,28 @@ def diff(session: nox.Session) -> None:
     files = [f"{STAGES.get(name, name)}/crawler.py" for name in names]
     # diff exits 1 when the files differ, which is the whole point here.
     session.run("diff", "-u", *files, external=True, success_codes=[0, 1])
+
+
+@nox.session(python=False, default=False)
+def pythons(session: nox.Session) -> None:
+    """The Python each tests-X.Y session will run on, or that it will be skipped."""
+    for version in PYTHONS:
+        session.log(f"tests-{version}: {find_python(version) or 'not found, will be skipped'}")
+
+
+def find_python(version: str) -> str | None:
+    """The first `pythonX.Y` on PATH that starts (a pyenv shim may refuse to): its full name.
+
+    nox looks in a few more places (on Windows, the py launcher); on Linux and macOS,
+    where PATH and pyenv are where the Pythons are, this finds what nox finds.
+    """
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if program := shutil.which(f"python{version}", path=folder):
+            itself = ["-c", "import sys; print(sys.executable, sys.version.split()[0])"]
+            ran = subprocess.run([program, *itself], capture_output=True, text=True)
+            if ran.returncode == 0:
+                return ran.stdout.strip()
+    return None
 
 
 @nox.session
