@@ -150,13 +150,13 @@ def trace(session: nox.Session) -> None:
 
 @nox.session
 def compare(session: nox.Session) -> None:
-    """The stages and a thread pool on one site: a table and shared/bench/compare.svg."""
+    """The stages and a thread pool on one site: a table and out/compare.svg (--out PATH)."""
     install(session)
     session.run("python", "-m", "shared.bench.compare", *session.posargs)
 
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """The benchmark (about 8 minutes): `nox -s bench -- --quick` for a smoke run."""
+    """The benchmark (about 8 minutes) to out/results.json: `-- --quick` for a smoke run."""
     install(session)
     session.run("python", "-m", "shared.bench.bench", *session.posargs)
