@@ -148,9 +148,20 @@ def trace(session: nox.Session) -> None:
     session.run("python", "-m", STAGES[name], *demo, *extra)
 
 
+def posix_only(session: nox.Session) -> None:
+    """Stop with status 2 where compare and bench cannot run: they fork and read getrusage."""
+    if os.name != "posix":
+        session.warn(
+            f"nox -s {session.name} measures with fork() and the resource module, which "
+            "Windows does not have: run it on Linux or macOS."
+        )
+        raise SystemExit(2)  # not nox's 1 for a failed session: this one cannot run here
+
+
 @nox.session
 def compare(session: nox.Session) -> None:
     """The stages and a thread pool on one site: a table and out/compare.svg (--out PATH)."""
+    posix_only(session)
     install(session)
     session.run("python", "-m", "shared.bench.compare", *session.posargs)
 
@@ -158,5 +169,6 @@ def compare(session: nox.Session) -> None:
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """The benchmark (about 8 minutes) to out/results.json: `-- --quick` for a smoke run."""
+    posix_only(session)
     install(session)
     session.run("python", "-m", "shared.bench.bench", *session.posargs)

@@ -30,6 +30,7 @@ from shared.bench.measure import (
     level_bound,
     page_set_difference,
     peak_in_flight,
+    posix_only,
 )
 from shared.bench.svg import Lane, Scale, nice_step, render, step_path
 from shared.crawling import Options
@@ -113,6 +114,16 @@ def test_compare_and_bench_write_by_default_where_git_ignores() -> None:
     assert "/out/" in ignored
     for path in (DEFAULT_SVG, DEFAULT_JSON, QUICK_JSON):
         assert path.parent == ROOT / "out", path
+
+
+def test_measuring_refuses_clearly_where_there_is_no_fork(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    posix_only("bench", "posix")  # Linux and macOS: nothing to say
+    with pytest.raises(SystemExit) as stopped:
+        posix_only("bench", "nt")  # Windows
+    assert stopped.value.code == 2
+    assert "bench measures with fork()" in capsys.readouterr().err
 
 
 # --- the arithmetic, on hand-made inputs --------------------------------------------------

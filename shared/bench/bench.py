@@ -53,6 +53,7 @@ from shared.bench.measure import (
     machine,
     peak_in_flight,
     pin,
+    posix_only,
     run_crawler,
     site_server,
 )
@@ -434,6 +435,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = args.json or COMMITTED_JSON
         print(markdown(json.loads(path.read_text(encoding="utf-8"))), end="")
         return 0
+    posix_only("python -m shared.bench.bench")
     # Only a run told so replaces the figures the README's table is made from.
     args.json = args.json or (QUICK_JSON if args.quick else DEFAULT_JSON)
     plan = QUICK if args.quick else Plan()

@@ -33,6 +33,7 @@ from shared.bench.measure import (
     in_flight_steps,
     page_set_difference,
     peak_in_flight,
+    posix_only,
     run_crawler,
     site_server,
 )
@@ -185,6 +186,7 @@ def picture(runs: Sequence[Run], rows: Sequence[Row], title: str, subtitle: str,
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the comparison from the command line; exit status 1 if a crawler failed."""
     args, passed_on = build_parser().parse_known_args(argv)
+    posix_only("python -m shared.bench.compare")
     site_options = SiteOptions(
         pages=args.pages,
         seed=args.seed,
