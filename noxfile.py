@@ -1,19 +1,55 @@
 """Sessions: `nox -s tests`, `nox -s lint`, `nox -s stage1|stage2|stage3 -- [ROOT ...] [options]`.
 
 A bare `nox` runs lint and tests.  nox builds each session's virtualenv itself, so a
-machine needs only Python and nox.
+machine needs only Python and nox.  The tests run once per Python in PYTHONS that the
+machine has (`nox -s tests-3.12` runs one); the other sessions use nox's own Python.
 """
 
 from __future__ import annotations
 
+import difflib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
 import nox
 
-nox.needs_version = ">=2024.3.2"
+nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
+PYTHONS = ["3.11", "3.12", "3.13", "3.14"]
+
+
+def add_pyenv_pythons(versions: list[str]) -> None:
+    """Put pyenv's installed interpreters of these versions at the end of PATH.
+
+    pyenv's shims run only the versions selected with `pyenv global` or `pyenv local`, so
+    `python3.12` may be on PATH and still refuse to start.  The interpreters themselves
+    are in `$(pyenv root)/versions/3.12.N/bin`: appended, they come after what PATH
+    already has, which still wins.  Without pyenv this does nothing.
+    """
+    root = os.environ.get("PYENV_ROOT")
+    if not root and (pyenv := shutil.which("pyenv")):
+        root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip()
+    if not root:
+        return
+    release = re.compile(r"(\d+\.\d+)\.(\d+)")  # 3.12.1; not 3.13.0t, 3.14-dev or pypy
+    found: list[tuple[int, str]] = []
+    for folder in Path(root, "versions").glob("*/bin"):
+        match = release.fullmatch(folder.parent.name)
+        if match and match[1] in versions:
+            found.append((int(match[2]), str(folder)))
+    found.sort(reverse=True)  # the newest patch release of a version first
+    path = [os.environ.get("PATH", ""), *(folder for _, folder in found)]
+    os.environ["PATH"] = os.pathsep.join(filter(None, path))
+
+
+add_pyenv_pythons(PYTHONS)
 
 
 def install(session: nox.Session, *groups: str) -> None:
@@ -23,9 +59,9 @@ def install(session: nox.Session, *groups: str) -> None:
         session.install(*nox.project.dependency_groups(PYPROJECT, group))
 
 
-@nox.session
+@nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """The whole suite; `nox -s tests -- --stage stage3 -k redirect` narrows it."""
+    """The whole suite; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows it."""
     install(session, "test")
     session.run("pytest", *session.posargs)
 
@@ -69,9 +105,36 @@ def diff(session: nox.Session) -> None:
     names = session.posargs or ["stage2", "stage3"]
     if len(names) != 2:
         session.error("give two stages, for example: nox -s diff -- stage1 stage2")
-    files = [f"{STAGES.get(name, name)}/crawler.py" for name in names]
-    # diff exits 1 when the files differ, which is the whole point here.
-    session.run("diff", "-u", *files, external=True, success_codes=[0, 1])
+    paths = [Path(STAGES.get(name, name), "crawler.py") for name in names]
+    for path in paths:
+        if not path.is_file():
+            session.error(f"no {path}: name two of {', '.join(STAGES)}")
+    old, new = (path.read_text(encoding="utf-8").splitlines() for path in paths)
+    # The unified format of `diff -u`, from the standard library: no diff program needed.
+    for line in difflib.unified_diff(old, new, str(paths[0]), str(paths[1]), lineterm=""):
+        print(line)
+
+
+@nox.session(python=False, default=False)
+def pythons(session: nox.Session) -> None:
+    """The Python each tests-X.Y session will run on, or that it will be skipped."""
+    for version in PYTHONS:
+        session.log(f"tests-{version}: {find_python(version) or 'not found, will be skipped'}")
+
+
+def find_python(version: str) -> str | None:
+    """The first `pythonX.Y` on PATH that starts (a pyenv shim may refuse to): its full name.
+
+    nox looks in a few more places (on Windows, the py launcher); on Linux and macOS,
+    where PATH and pyenv are where the Pythons are, this finds what nox finds.
+    """
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if program := shutil.which(f"python{version}", path=folder):
+            itself = ["-c", "import sys; print(sys.executable, sys.version.split()[0])"]
+            ran = subprocess.run([program, *itself], capture_output=True, text=True)
+            if ran.returncode == 0:
+                return ran.stdout.strip()
+    return None
 
 
 @nox.session
@@ -85,15 +148,27 @@ def trace(session: nox.Session) -> None:
     session.run("python", "-m", STAGES[name], *demo, *extra)
 
 
+def posix_only(session: nox.Session) -> None:
+    """Stop with status 2 where compare and bench cannot run: they fork and read getrusage."""
+    if os.name != "posix":
+        session.warn(
+            f"nox -s {session.name} measures with fork() and the resource module, which "
+            "Windows does not have: run it on Linux or macOS."
+        )
+        raise SystemExit(2)  # not nox's 1 for a failed session: this one cannot run here
+
+
 @nox.session
 def compare(session: nox.Session) -> None:
-    """The stages and a thread pool on one site: a table and shared/bench/compare.svg."""
+    """The stages and a thread pool on one site: a table and out/compare.svg (--out PATH)."""
+    posix_only(session)
     install(session)
     session.run("python", "-m", "shared.bench.compare", *session.posargs)
 
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """The benchmark (about 8 minutes): `nox -s bench -- --quick` for a smoke run."""
+    """The benchmark (about 8 minutes) to out/results.json: `-- --quick` for a smoke run."""
+    posix_only(session)
     install(session)
     session.run("python", "-m", "shared.bench.bench", *session.posargs)

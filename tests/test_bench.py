@@ -20,7 +20,8 @@ import pytest
 from test_crawl import assert_matches_oracle
 
 from shared.bench import threaded
-from shared.bench.bench import markdown
+from shared.bench.bench import DEFAULT_JSON, QUICK_JSON, markdown
+from shared.bench.compare import DEFAULT_SVG
 from shared.bench.load import load, site_paths
 from shared.bench.measure import (
     ROOT,
@@ -29,6 +30,7 @@ from shared.bench.measure import (
     level_bound,
     page_set_difference,
     peak_in_flight,
+    posix_only,
 )
 from shared.bench.svg import Lane, Scale, nice_step, render, step_path
 from shared.crawling import Options
@@ -87,7 +89,7 @@ def test_threaded_ctrl_c_gives_the_partial_result(
 def test_compare_on_a_tiny_site_gives_four_rows_and_a_picture(tmp_path: Path) -> None:
     svg, rows = tmp_path / "compare.svg", tmp_path / "rows.json"
     argv = [sys.executable, "-m", "shared.bench.compare", "--pages=30", "--latency=0.005"]
-    argv += [f"--svg={svg}", f"--json={rows}", "--timeout=5"]
+    argv += [f"--out={svg}", f"--json={rows}", "--timeout=5"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
     names = ["stage1_callbacks", "stage2_generators", "stage3_asyncio", "threaded"]
@@ -104,6 +106,24 @@ def test_compare_on_a_tiny_site_gives_four_rows_and_a_picture(tmp_path: Path) ->
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert all(name in texts for name in names)
     assert len(list(root.iter("{http://www.w3.org/2000/svg}path"))) == 4
+
+
+def test_compare_and_bench_write_by_default_where_git_ignores() -> None:
+    # The committed picture and figures change only when --out or --json names them.
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "/out/" in ignored
+    for path in (DEFAULT_SVG, DEFAULT_JSON, QUICK_JSON):
+        assert path.parent == ROOT / "out", path
+
+
+def test_measuring_refuses_clearly_where_there_is_no_fork(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    posix_only("bench", "posix")  # Linux and macOS: nothing to say
+    with pytest.raises(SystemExit) as stopped:
+        posix_only("bench", "nt")  # Windows
+    assert stopped.value.code == 2
+    assert "bench measures with fork()" in capsys.readouterr().err
 
 
 # --- the arithmetic, on hand-made inputs --------------------------------------------------

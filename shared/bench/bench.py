@@ -20,8 +20,10 @@ ranges.  The site runs in its own process on one core, the crawler on another.
   crawls, so they cancel out.  The same at 10,000, where the file-descriptor limit
   allows, checks that nothing is lost.
 
-The figures go to shared/bench/results.json with a description of the machine;
-``--markdown`` prints that file as the table for the README.
+The figures go with a description of the machine to out/results.json (--quick:
+out/results-quick.json), which git ignores, or to --json PATH.  The README's figures are
+shared/bench/results.json: ``--json shared/bench/results.json`` replaces them, and
+``--markdown`` prints them as the README's table (or, with --json, another run's).
 """
 
 from __future__ import annotations
@@ -51,12 +53,16 @@ from shared.bench.measure import (
     machine,
     peak_in_flight,
     pin,
+    posix_only,
     run_crawler,
     site_server,
 )
 
-DEFAULT_JSON = Path(__file__).resolve().with_name("results.json")
-QUICK_JSON = DEFAULT_JSON.with_name("results-quick.json")
+#: Where a run writes by default: a folder git ignores, so a run leaves the tree clean.
+DEFAULT_JSON = ROOT / "out" / "results.json"
+QUICK_JSON = ROOT / "out" / "results-quick.json"
+#: The figures behind the README's table and RESULTS.md: written only when --json names it.
+COMMITTED_JSON = ROOT / "shared" / "bench" / "results.json"
 
 #: What the crawlers are asked to reach (see the issue that set them); never asserted.
 TARGETS = {
@@ -416,22 +422,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, help="runs of each scenario (5; --quick: 1)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
     parser.add_argument(
-        "--json", type=Path, help=f"results file ({DEFAULT_JSON.name}; --quick: {QUICK_JSON.name})"
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="results file (out/results.json; --quick: out/results-quick.json; --markdown: "
+        "the README's, shared/bench/results.json, which a run writes only when named here)",
     )
     parser.add_argument("--markdown", action="store_true", help="print the results as markdown")
     parser.add_argument("--no-pin", action="store_true", help="do not pin to separate cores")
     args = parser.parse_args(argv)
-    # A smoke run must not overwrite the figures the README's table is made from.
-    args.json = args.json or (QUICK_JSON if args.quick and not args.markdown else DEFAULT_JSON)
     if args.markdown:
-        print(markdown(json.loads(args.json.read_text(encoding="utf-8"))), end="")
+        path = args.json or COMMITTED_JSON
+        print(markdown(json.loads(path.read_text(encoding="utf-8"))), end="")
         return 0
+    posix_only("python -m shared.bench.bench")
+    # Only a run told so replaces the figures the README's table is made from.
+    args.json = args.json or (QUICK_JSON if args.quick else DEFAULT_JSON)
     plan = QUICK if args.quick else Plan()
     if args.runs is not None:
         if args.runs < 1:
             parser.error("--runs must be >= 1")
         plan = replace(plan, runs=args.runs)
     doc = Bench(plan, pin_cores=not args.no_pin, quick=args.quick).run()
+    args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(markdown(doc), end="")
     print(f"\n{doc['seconds']:.0f} s; results in {args.json}", file=sys.stderr)

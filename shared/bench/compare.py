@@ -5,7 +5,8 @@ test site in a process of its own, crawls it with each crawler in turn, each in 
 process with the same options, and prints for each: the pages it found, whether they are
 the oracle's page set, its time and pages per second, the most fetches it had in flight
 at once (from its timeline), its peak memory and the lines of code it took.  Then it
-draws the fetches in flight over time, one lane per crawler, to an SVG file.
+draws the fetches in flight over time, one lane per crawler, to an SVG file: out/compare.svg,
+which git ignores, or --out PATH (``--out shared/bench/compare.svg`` redraws the README's).
 
 Site options (--pages, --latency, ...) shape the site; crawler options (--max-tasks,
 --max-tries, --timeout, ...) are passed to every crawler alike.
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from shared.bench.measure import (
     CRAWLERS,
+    ROOT,
     Crawler,
     Run,
     SiteOptions,
@@ -31,12 +33,15 @@ from shared.bench.measure import (
     in_flight_steps,
     page_set_difference,
     peak_in_flight,
+    posix_only,
     run_crawler,
     site_server,
 )
 from shared.bench.svg import Lane, render
 
-DEFAULT_SVG = Path(__file__).resolve().with_name("compare.svg")
+#: Where the picture goes by default: a folder git ignores, so a run leaves the tree clean.
+#: The README's picture, shared/bench/compare.svg, is redrawn only when --out names it.
+DEFAULT_SVG = ROOT / "out" / "compare.svg"
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
     crawl.add_argument("--max-tries", type=int, default=4, help="tries per URL (4)")
     crawl.add_argument("--exclude", metavar="REGEX", help="skip URLs matching this")
     out = parser.add_argument_group("output")
-    out.add_argument("--svg", type=Path, default=DEFAULT_SVG, help="the picture (%(default)s)")
+    out.add_argument(
+        "--out",
+        "--svg",
+        dest="svg",
+        type=Path,
+        default=DEFAULT_SVG,
+        metavar="PATH",
+        help="the picture (out/compare.svg; the README's is shared/bench/compare.svg)",
+    )
     out.add_argument("--json", type=Path, help="also write the table's rows as JSON here")
     out.add_argument(
         "--no-pin", action="store_true", help="do not pin the site and the crawler to two cores"
@@ -173,6 +186,7 @@ def picture(runs: Sequence[Run], rows: Sequence[Row], title: str, subtitle: str,
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the comparison from the command line; exit status 1 if a crawler failed."""
     args, passed_on = build_parser().parse_known_args(argv)
+    posix_only("python -m shared.bench.compare")
     site_options = SiteOptions(
         pages=args.pages,
         seed=args.seed,
@@ -211,10 +225,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     title = "Fetches in flight over time"
     subtitle = f"{site}; --max-tasks {args.max_tasks}"
+    args.svg.parent.mkdir(parents=True, exist_ok=True)
     args.svg.write_text(picture(runs, rows, title, subtitle, args.max_tasks), encoding="utf-8")
     print(f"\nPicture: {args.svg}")
     if args.json:
         doc = {"site": asdict(site_options), "args": crawl_args, "rows": [asdict(r) for r in rows]}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return 0 if all(run.ok for run in runs) else 1
 

@@ -17,7 +17,6 @@ import json
 import math
 import os
 import platform
-import resource
 import signal
 import subprocess
 import sys
@@ -56,6 +55,23 @@ CRAWLERS = (
 )
 
 Timeline = Sequence[Sequence[Any]]  # [url, start, end] per fetch, as the JSON has it
+
+
+def posix_only(program: str, system: str = os.name) -> None:
+    """Exit with status 2, saying why, where the measurements cannot run.
+
+    They start each crawler under rusage.py, which forks and reads the child's resource
+    usage (``os.fork``, ``os.wait4``, the ``resource`` module), and they stop a crawler
+    with a signal to its process group: Linux and macOS have all of it, Windows none of
+    it.  The crawlers themselves need none of it.
+    """
+    if system != "posix":
+        print(
+            f"{program} measures with fork() and the resource module, which Windows does "
+            "not have: run it on Linux or macOS.",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
 
 
 # --------------------------------------------------------------------------- the timeline
@@ -146,6 +162,8 @@ def pin(pid: int, core: int | None) -> None:
 
 def fd_limit() -> int:
     """The most file descriptors a child can have (the hard RLIMIT_NOFILE)."""
+    import resource  # POSIX only: imported here so that posix_only() can say so first
+
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     return hard if hard != resource.RLIM_INFINITY else 1 << 20
 
