@@ -80,6 +80,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         help="with no ROOT: a plain built-in site of N pages, without the traps",
     )
     parser.add_argument(
+        "--site-latency",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="with no ROOT: the built-in site answers after S seconds, to see fetches wait",
+    )
+    parser.add_argument(
         "--fail-on",
         metavar="SUBSTRING",
         help="make link parsing raise for URLs containing this (the stack-ripping demo)",
@@ -131,6 +138,8 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
             re.compile(args.exclude)
         if args.site_pages is not None and args.site_pages < 1:
             raise ValueError(f"--site-pages must be >= 1 (got {args.site_pages})")
+        if args.site_latency < 0:
+            raise ValueError(f"--site-latency must be >= 0 seconds (got {args.site_latency})")
         if args.cafile:
             ssl_context(cafile=args.cafile)  # a usage error now, not a failed crawl later
     except re.error as exc:
@@ -156,18 +165,21 @@ def configure_logging(verbose: int, quiet: bool) -> None:
 
 
 @contextlib.contextmanager
-def roots_or_test_site(roots: list[str], pages: int | None = None) -> Iterator[list[str]]:
+def roots_or_test_site(
+    roots: list[str], pages: int | None = None, latency: float = 0.0
+) -> Iterator[list[str]]:
     """Yield the roots to crawl; with none, serve the built-in test site and yield its URL.
 
     The built-in site is the default test site, traps and all, or with ``pages`` a
     plain site of that many pages (``--site-pages 6`` makes a site small enough to trace).
+    ``latency`` delays every answer (``--site-latency 0.2``: time to press Ctrl-C mid-crawl).
     """
     if roots:
         yield roots
         return
     from shared.testsite import Site, serve  # only a crawl of the built-in site needs aiohttp.web
 
-    site = Site() if pages is None else Site(pages=pages, traps=False)
+    site = Site(latency=latency) if pages is None else Site(pages, traps=False, latency=latency)
     with serve(site) as base_url:
         print(f"crawling the built-in test site at {base_url}", file=sys.stderr)
         yield [base_url]
@@ -178,7 +190,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     args, options = parse_args(f"python -m {stage}", argv)
     configure_logging(args.verbose, args.quiet)
     try:
-        with roots_or_test_site(args.roots, args.site_pages) as roots:
+        with roots_or_test_site(args.roots, args.site_pages, args.site_latency) as roots:
             result = crawl(roots, options)
         if args.json and args.json != "-":  # first: the file must not depend on a pipe
             with open(args.json, "w", encoding="utf-8") as out:

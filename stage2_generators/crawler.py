@@ -3,7 +3,7 @@
 Chapter: "Coordinating Coroutines", on the machinery of "Building Coroutines With
 Generators".  Changed from stage 1: callbacks and state saved by hand -> coroutines
 that keep their state in local variables and pause at each ``yield from``.  Compare
-with ``diff -u stage2_generators/crawler.py stage3_asyncio/crawler.py``.
+with ``nox -s diff -- stage2 stage3``.
 """
 
 from __future__ import annotations

@@ -513,6 +513,8 @@ def test_command_line_builds_options() -> None:
         (["--insecure", "--cafile", "ca.pem"], "not allowed with"),
         (["--cafile", "/nonexistent/ca.pem"], "--cafile /nonexistent/ca.pem: cannot load it"),
         (["--cafile", __file__], "--cafile"),
+        (["--site-pages", "0"], "--site-pages must be >= 1"),
+        (["--site-latency", "-1"], "--site-latency must be >= 0 seconds"),
     ],
 )
 def test_command_line_usage_errors_exit_2(
