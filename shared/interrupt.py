@@ -114,22 +114,18 @@ def caught() -> Iterator[CtrlC | None]:
     a notebook) one is installed for the block and the previous handler comes back
     after.  Off the main thread no signal can arrive, and None is yielded.
     """
+    global _installed
     if _installed is not None or threading.current_thread() is not threading.main_thread():
         yield _installed
         return
-    previous = signal.getsignal(signal.SIGINT)
+    previous = signal.getsignal(signal.SIGINT)  # None: not set from Python
     ctrl_c = install()
     try:
         yield ctrl_c
     finally:
-        _uninstall(previous)
-
-
-def _uninstall(previous: Callable[[int, FrameType | None], object] | int | None) -> None:
-    global _installed
-    signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
-    if _installed is not None:
-        _installed.close()
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+        if ctrl_c is not None:
+            ctrl_c.close()
         _installed = None
 
 
