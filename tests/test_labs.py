@@ -16,6 +16,7 @@ and says where the lines went: update the guide.
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import re
@@ -451,3 +452,102 @@ def test_lab2_only_a_native_coroutine_is_missed_when_never_run() -> None:
         warnings.simplefilter("error")
         sock_connect()
         gc.collect()
+
+
+# --- lab 3: block the loop ----------------------------------------------------------------
+
+SLEEP_S = 0.3
+
+
+def test_lab3_a_blocking_sleep_stalls_every_task(tmp_path: Path) -> None:
+    text = guide("03-block-the-loop.md")
+    broken_diff, cure_diff = blocks(text, "diff")
+    assert f"time.sleep({SLEEP_S})" in broken_diff and f"sleep({SLEEP_S})" in cure_diff
+    broken = broken_copy(broken_diff, tmp_path / "broken")
+    cure = broken_copy(cure_diff, tmp_path / "cure")
+    two_traced, ten_quiet = commands(text)
+    assert "--trace" in two_traced and "--max-tasks" in ten_quiet
+    pages = 6
+    with serve(six_pages()) as base_url, processes() as start:
+        runs = {
+            "blocked, 2 tasks": start_crawl(start, two_traced, base_url, tmp_path / "b2", broken),
+            "blocked, 10 tasks": start_crawl(start, ten_quiet, base_url, tmp_path / "b10", broken),
+            "cured, 10 tasks": start_crawl(start, ten_quiet, base_url, tmp_path / "c10", cure),
+            "unbroken, 2 tasks": start_crawl(start, two_traced, base_url, tmp_path / "u2", None),
+        }
+        for run in runs.values():
+            assert run.wait() == 0, run.stderr
+    docs = {name: run.doc() for name, run in runs.items()}
+    for name, doc in docs.items():
+        assert [f["status"] for f in doc["fetches"]] == [200] * pages, name
+    elapsed = {name: doc["elapsed_s"] for name, doc in docs.items()}
+    # The sleeps add up: at least 6 x 0.3 s, and five times the workers do not help.
+    assert elapsed["blocked, 2 tasks"] >= pages * SLEEP_S * 0.99, elapsed
+    assert elapsed["blocked, 10 tasks"] >= pages * SLEEP_S * 0.99, elapsed
+    # Unbroken: a few hundredths of a second; orders of magnitude apart.
+    assert elapsed["unbroken, 2 tasks"] < pages * SLEEP_S / 3, elapsed
+    # The cure: the root's sleep, then its five links' sleeps together, about 0.6 s.
+    assert 2 * SLEEP_S * 0.99 <= elapsed["cured, 10 tasks"] < pages * SLEEP_S * 2 / 3, elapsed
+    # The trace: six holes of 0.3 s, each right after the step of a worker, the sleeper.
+    trace = steps(runs["blocked, 2 tasks"].stderr)
+    gaps = sorted(
+        (
+            (later.time - earlier.time, earlier, later)
+            for earlier, later in itertools.pairwise(trace)
+        ),
+        key=lambda gap: gap[0],
+        reverse=True,
+    )[:pages]
+    assert all(gap >= SLEEP_S * 0.99 for gap, _, _ in gaps), gaps
+    assert all(before.who.startswith("worker-") for _, before, _ in gaps), gaps
+    # A request task that was ready before a hole took its first step only after it.
+    assert any(after.what == "request <- None" for _, _, after in gaps), gaps
+
+
+# --- lab 4: raise in a callback -----------------------------------------------------------
+
+
+def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
+    text = guide("04-raise-in-a-callback.md")
+    (diff,) = blocks(text, "diff")
+    assert set(parse_diff(diff)) == {"stage1_callbacks/crawler.py", "stage2_generators/crawler.py"}
+    code = broken_copy(diff, tmp_path / "code")
+    stage1_command, stage2_command = commands(text)
+    assert (stage1_command[1], stage2_command[1]) == ("stage1_callbacks", "stage2_generators")
+    site = six_pages()
+    with serve(site) as base_url, processes() as start:
+        expected = site.expected(base_url)
+        one = start_crawl(start, stage1_command, base_url, tmp_path / "1", code)
+        two = start_crawl(start, stage2_command, base_url, tmp_path / "2", code)
+        fail_on = [*crawl_argv(stage1_command, base_url), "--fail-on", "/p/3"]
+        plain = start(fail_on, tmp_path / "fail-on")  # the repository's code, unchanged
+        for run in (one, two, plain):
+            assert run.wait() == 0, run.stderr
+    broken = base_url + "p/3"
+    for run in (one, two):  # the same record in both stages, and the crawl goes on
+        records = run.records()
+        assert records.keys() == expected.keys()
+        record = records.pop(broken)
+        assert (record["status"], record["tries"]) == (None, 1)
+        assert record["error"] == f"RuntimeError: broken on purpose: {broken}"
+        assert {url: r["status"] for url, r in records.items()} == {
+            url: e.status for url, e in expected.items() if url != broken
+        }
+        assert f"{broken} error: RuntimeError: broken on purpose: {broken} (1 tries)" in run.stdout
+    where = f"while fetching '{broken}'"
+    assert frames(one.stderr, where) == ["_run", "_on_readable"]
+    assert frames(two.stderr, where) == [
+        "work",
+        "fetch",
+        "wait_for",
+        "__iter__",
+        "_step",
+        "request",
+    ]
+    assert frames(plain.stderr, where) == [
+        "_run",
+        "_on_readable",
+        "_succeed",
+        "record_response",
+        "parse_links",
+    ]
