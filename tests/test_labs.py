@@ -15,6 +15,7 @@ and says where the lines went: update the guide.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import itertools
 import json
@@ -36,7 +37,14 @@ from typing import Any
 
 import pytest
 
+import stage3_asyncio.crawler as stage3
+from shared.crawling import Options
 from shared.testsite import Site, serve
+from shared.trace import coroutine_chain
+from stage2_generators.crawler import Crawler as Stage2Crawler
+from stage2_generators.futures import Future
+from stage2_generators.loop import EventLoop
+from stage2_generators.tasks import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = ROOT / "shared" / "exercises" / "labs"
@@ -551,3 +559,135 @@ def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
         "record_response",
         "parse_links",
     ]
+
+
+# --- lab 5: cancel one waiter -------------------------------------------------------------
+
+
+def test_lab5_the_guides_script_prints_what_the_guide_says(tmp_path: Path) -> None:
+    text = guide("05-cancel-one-waiter.md")
+    (script,) = blocks(text, "python")
+    (output,) = blocks(section(text, "## What you see"), "text")
+    (command,) = commands(text)
+    path = tmp_path / Path(command[0]).name
+    path.write_text(script, "utf-8")
+    with processes() as start:
+        run = start([str(path)], tmp_path)
+        assert run.wait() == 0, run.stderr
+    assert run.stdout == output
+
+
+def robots_waiters_test_site() -> Site:
+    """A site whose answers take a second: robots.txt is still on its way when we cancel."""
+    return Site(pages=10, traps=False, latency=1.0)
+
+
+def test_lab5_cancelling_one_waiter_cancels_the_robots_fetch_and_the_other_worker() -> None:
+    """Stage 2, in-process: cancel worker 1 the moment both workers wait on robots.txt."""
+    site = robots_waiters_test_site()
+    with serve(site) as base_url:
+        robots_url = base_url + "robots.txt"
+        crawler = Stage2Crawler([base_url, base_url + "p/1"], Options(max_tasks=2))
+        loop = EventLoop()
+        try:
+            main = Task(crawler.crawl(), name="crawl")
+            seen: dict[str, Any] = {}
+
+            def cancel_when_both_wait() -> None:
+                workers = main._coro.gi_frame.f_locals["workers"]
+                robots = crawler.robots_tasks.get(robots_url)
+                if robots is None or not all(w._waiting_on is robots for w in workers):
+                    loop.call_later(0.005, cancel_when_both_wait)  # not yet: look again soon
+                    return
+                seen.update(workers=workers, robots=robots)
+                workers[1].cancel()
+
+            loop.call_soon(cancel_when_both_wait)
+            loop.call_later(BOUND_S, main.cancel)  # a hang would end as a failure, not stall
+            loop.run_until_complete(main)
+        finally:
+            loop.close()
+        asked = set(site.requests)
+    result = crawler.result()
+    assert seen, "both workers never waited on robots.txt together"
+    assert seen["robots"].cancelled()
+    assert [worker.cancelled() for worker in seen["workers"]] == [True, True]
+    assert not result.interrupted and result.fetches == []
+    assert list(crawler.in_flight) == [robots_url]
+    assert result.elapsed_s < robots_waiters_test_site().latency  # before robots.txt came in
+    assert not asked & {"/", "/p/1"}, "no page was ever requested"
+
+
+def test_lab5_stage3_does_the_same() -> None:
+    """Stage 3, in-process: asyncio's Task.cancel also cancels the task a worker awaits."""
+    site = robots_waiters_test_site()
+    with serve(site) as base_url:
+        robots_url = base_url + "robots.txt"
+        crawler = stage3.Crawler([base_url, base_url + "p/1"], Options(max_tasks=2))
+
+        async def main() -> tuple[list[asyncio.Task[Any]], asyncio.Task[None]]:
+            crawl = asyncio.create_task(crawler.crawl())
+
+            def waiting_on_robots(task: asyncio.Task[Any]) -> bool:
+                names, _url = coroutine_chain(task.get_coro())  # work>robots: paused there
+                return names[-1:] == ["robots"]
+
+            while True:
+                workers = [t for t in asyncio.all_tasks() if t.get_name().startswith("worker-")]
+                if len(workers) == 2 and all(waiting_on_robots(w) for w in workers):
+                    break
+                await asyncio.sleep(0.005)
+            robots = crawler.robots_tasks[robots_url]
+            next(w for w in workers if w.get_name() == "worker-1").cancel()
+            await asyncio.wait_for(crawl, BOUND_S)  # the crawl ends on its own, no error
+            return workers, robots
+
+        workers, robots = asyncio.run(main())
+    result = crawler.result()
+    assert robots.cancelled()
+    assert all(worker.cancelled() for worker in workers)
+    assert not result.interrupted and result.fetches == []
+    assert list(crawler.in_flight) == [robots_url]
+    assert result.elapsed_s < site.latency
+
+
+# --- lab 6: a Future nobody resolves ------------------------------------------------------
+
+
+def test_lab6_the_bare_loop_sees_the_deadlock_and_a_watched_socket_hides_it(
+    tmp_path: Path,
+) -> None:
+    text = guide("06-a-future-nobody-resolves.md")
+    (script,) = blocks(text, "python")
+    plain, watching = commands(text)
+    assert watching == [*plain, "--watch-a-socket"]
+    path = tmp_path / Path(plain[0]).name
+    path.write_text(script, "utf-8")
+    with processes() as start:
+        bare = start([str(path)], tmp_path / "bare")
+        watched = start([str(path), "--watch-a-socket"], tmp_path / "watched")
+        assert bare.wait() == 1
+        time.sleep(1.5)  # time to start and reach select(), which then never returns
+        assert watched.proc.poll() is None, watched.stderr
+        watched.proc.send_signal(signal.SIGINT)
+        assert watched.wait() == -signal.SIGINT  # what a shell shows as 130
+    last = bare.stderr.strip().splitlines()[-1]
+    assert last == "RuntimeError: deadlock: no callback, timer or socket can ever wake the loop"
+    assert frames(bare.stderr, "Traceback")[-1] == "run_once"
+    assert watched.stderr.strip().splitlines()[-1] == "KeyboardInterrupt"
+    names = frames(watched.stderr, "Traceback")
+    assert "run_once" in names and names[-1] == "select"
+
+
+def test_lab6_in_process_the_deadlock_is_raised_at_once() -> None:
+    def wait_forever() -> Iterator[Future[None]]:
+        yield from Future()
+
+    loop = EventLoop()
+    try:
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"^deadlock: no callback, timer or socket"):
+            loop.run_until_complete(wait_forever())
+        assert time.monotonic() - started < 1
+    finally:
+        loop.close()
