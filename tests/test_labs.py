@@ -380,8 +380,8 @@ def test_lab1_without_task_done_the_crawl_waits_after_the_last_page(tmp_path: Pa
         expected = site.expected(base_url)
         run = start_crawl(start, command, base_url, tmp_path, code)
 
-        def answered() -> list[Step]:  # a response reached the task that waited for it
-            return [s for s in steps(run.stderr) if s.what.endswith("wait_for <- Response")]
+        def answered() -> list[Step]:  # a worker woken in wait_for: its request has ended
+            return [s for s in steps(run.stderr) if s.what.endswith("fetch>wait_for <- None")]
 
         deadline = time.monotonic() + BOUND_S
         while len(answered()) < len(expected) and time.monotonic() < deadline:
@@ -548,7 +548,7 @@ def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
         "work",
         "fetch",
         "wait_for",
-        "__iter__",
+        "result",
         "_step",
         "request",
     ]
