@@ -28,6 +28,7 @@ from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
 from shared.resolver import Resolver
 from shared.testsite import Expected, ServerTLS, Site, serve
+from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Crawler, Fetcher
 from stage1_callbacks.loop import Callback, EventLoop
 
@@ -84,6 +85,34 @@ def blocking_calls_time_out() -> Iterator[None]:
     socket.setdefaulttimeout(1.0)
     yield
     socket.setdefaulttimeout(before)
+
+
+# --- no crawl hangs ------------------------------------------------------------------------
+
+CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
+
+
+class CrawlTooLong(BaseException):
+    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
+
+    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
+    can swallow it: the loop lets it through, and the test fails with its message.
+    """
+
+
+@pytest.fixture(autouse=True)
+def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
+
+    class DeadlineLoop(EventLoop):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.call_later(CRAWL_LIMIT_S, self.expire)
+
+        def expire(self) -> None:
+            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+
+    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
 
 
 # --- one Fetcher on a real loop ----------------------------------------------------------

@@ -29,6 +29,7 @@ from shared.report import CrawlResult, FetchStatistic
 from shared.testsite import Expected, ServerTLS, Site, serve
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Fetcher
+from stage1_callbacks.loop import EventLoop
 
 NO_ROBOTS = Options(ignore_robots=True, timeout=3)
 
@@ -150,6 +151,34 @@ def padded_requests(monkeypatch: pytest.MonkeyPatch, size: int) -> Callable[[str
 def by_path(result: CrawlResult, base: str) -> dict[str, FetchStatistic]:
     """The records of a crawl, by path."""
     return {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
+
+
+# --- no crawl hangs ------------------------------------------------------------------------
+
+CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
+
+
+class CrawlTooLong(BaseException):
+    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
+
+    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
+    can swallow it: the loop lets it through, and the test fails with its message.
+    """
+
+
+@pytest.fixture(autouse=True)
+def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
+
+    class DeadlineLoop(EventLoop):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.call_later(CRAWL_LIMIT_S, self.expire)
+
+        def expire(self) -> None:
+            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+
+    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
 
 
 # --- the oracle's view of a record ---------------------------------------------------------
