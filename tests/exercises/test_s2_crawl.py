@@ -144,6 +144,7 @@ class StandIn(Crawler):
                 finally:
                     self.q.task_done()
         finally:
+            yield from sleep(0.01)  # a clean-up that takes a while, as closing a connection may
             self.stopped += 1
 
 
