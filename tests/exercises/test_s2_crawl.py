@@ -8,8 +8,10 @@ for a limited time, so a crawl that never ends fails instead of hanging.
 
 from __future__ import annotations
 
+import gc
+import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
@@ -29,42 +31,107 @@ CRAWL_LIMIT_S = 30.0  # the default site takes one or two seconds
 
 @pytest.fixture
 def loop() -> Iterator[EventLoop]:
-    """A fresh event loop (it makes itself the current one), closed after the test."""
+    """A fresh event loop (it makes itself the current one), closed after the test.
+
+    The tasks a failed test left unfinished are collected here, at a quiet moment.
+    Collected later, their clean-up could run in the middle of pytest's report of
+    another test, which CPython 3.11's ast module does not survive.
+    """
     event_loop = EventLoop()
     yield event_loop
     event_loop.close()
+    gc.collect()
 
 
-def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float = LIMIT_S) -> T:
+class LoopErrors(logging.Handler):
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the exception of a logged record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def first(self) -> str:
+        """The first exception, as the start of a failure message ("" if there is none)."""
+        if not self.errors:
+            return ""
+        error = self.errors[0]
+        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+
+
+def run(
+    loop: EventLoop,
+    work: Future[T] | Coroutine[T],
+    limit: float = LIMIT_S,
+    explain: Callable[[], str] = lambda: "",
+) -> T:
     """Drive the loop until `work` is done and return its result, as run_until_complete does.
 
     Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
-    select() from sleeping past it), and fail the test when nothing is left that could
-    ever finish `work`: the loop's own "deadlock" RuntimeError, reported as such.
+    select() from sleeping past it), and fail the test when nothing is left that could ever
+    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
+    the first exception that a callback let out to the loop, which logs it and goes on:
+    most often, that is the cause, and `explain()` may add what else it knows.
     """
     future = work if isinstance(work, Future) else Task(work)
     deadline = time.monotonic() + limit
-    while not future.done():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            pytest.fail(f"still not done after {limit} s: was a wake-up lost?")
-        timers = any(not handle._cancelled for _, _, handle in loop._timers)
-        watchdog = (
-            loop.call_later(left, lambda: None) if timers or loop._selector.get_map() else None
-        )
-        try:
-            loop.run_once()
-        except RuntimeError as exc:
-            pytest.fail(f"the crawl can never finish, nothing is left to resume it ({exc})")
-        finally:
-            if watchdog is not None:
-                watchdog.cancel()
+    errors = LoopErrors()
+    logger = logging.getLogger("stage2_generators.loop")
+    logger.addHandler(errors)
+    try:
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                cause = explain() + errors.first()
+                pytest.fail(f"{cause}still not done after {limit} s: was a wake-up lost?")
+            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            busy = timers or loop._selector.get_map()
+            watchdog = loop.call_later(left, lambda: None) if busy else None
+            try:
+                loop.run_once()
+            except RuntimeError as exc:
+                if "deadlock" not in str(exc):
+                    raise
+                cause = explain() + errors.first()
+                pytest.fail(f"{cause}nothing is left that could finish the crawl ({exc})")
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+    finally:
+        logger.removeHandler(errors)
     return future.result()
 
 
-def crawl(loop: EventLoop, crawler: Crawler) -> CrawlResult:
+class Watched(Crawler):
+    """The crawler under test, noting each exception that ends a worker (none should)."""
+
+    def __init__(self, roots: list[str], options: Options | None = None) -> None:
+        super().__init__(roots, options)
+        self.worker_errors: list[Exception] = []
+
+    def work(self) -> Coroutine[None]:
+        """Crawler.work, watched."""
+        try:
+            yield from super().work()
+        except Exception as exc:
+            self.worker_errors.append(exc)
+            raise
+
+    def news(self) -> str:
+        """The first exception that ended a worker, as the start of a failure message."""
+        if not self.worker_errors:
+            return ""
+        error = self.worker_errors[0]
+        return f"a worker ended with {type(error).__name__}: {error}; then "
+
+
+def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
     """Run the crawler's crawl() on `loop` to its end and return its result."""
-    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)
+    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.news)
     return crawler.result()
 
 
@@ -213,7 +280,7 @@ def test_the_default_site_gives_the_oracles_pages_and_records(
 ) -> None:
     """The whole crawl: every URL and every record as the test site's oracle says."""
     site, base_url = default_site
-    result = crawl(loop, Crawler([base_url]))
+    result = crawl(loop, Watched([base_url]))
     assert_matches_oracle(result, site.expected(base_url))
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
     assert requested == {url: exp.tries for url, exp in site.expected(base_url).items()}
@@ -225,7 +292,7 @@ def test_robots_txt_is_obeyed(loop: EventLoop) -> None:
     """A robots.txt with rules: the URLs it forbids are recorded, never fetched."""
     site = Site(pages=100, robots="rules")
     with serve(site) as base_url:
-        result = crawl(loop, Crawler([base_url]))
+        result = crawl(loop, Watched([base_url]))
     assert_matches_oracle(result, site.expected(base_url))
     assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))]
 
@@ -236,7 +303,7 @@ def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
 ) -> None:
     """--fail-on makes link parsing raise: the worker records the error and takes the next URL."""
     site, base_url = default_site
-    result = crawl(loop, Crawler([base_url], Options(fail_on="/traps/")))
+    result = crawl(loop, Watched([base_url], Options(fail_on="/traps/")))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
     assert base_url + "traps/" in failed
     assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
@@ -249,6 +316,6 @@ def test_the_workers_fetch_side_by_side(loop: EventLoop) -> None:
     """Four workers keep four fetches in flight, as the server sees it."""
     site = Site(pages=60, traps=False, latency=0.05)
     with serve(site) as base_url:
-        result = crawl(loop, Crawler([base_url], Options(max_tasks=4)))
+        result = crawl(loop, Watched([base_url], Options(max_tasks=4)))
         assert site.max_in_flight == 4
     assert_matches_oracle(result, site.expected(base_url))

@@ -40,7 +40,23 @@ def run(work: Coroutine[Any, Any, T], limit: float = LIMIT_S) -> T:
     return asyncio.run(limited())
 
 
-async def crawl(crawler: Crawler) -> CrawlResult:
+class Watched(Crawler):
+    """The crawler under test, noting each exception that ends a worker (none should)."""
+
+    def __init__(self, roots: list[str], options: Options | None = None) -> None:
+        super().__init__(roots, options)
+        self.worker_errors: list[Exception] = []
+
+    async def work(self) -> None:
+        """Crawler.work, watched."""
+        try:
+            await super().work()
+        except Exception as exc:
+            self.worker_errors.append(exc)
+            raise
+
+
+async def crawl(crawler: Watched) -> CrawlResult:
     """Run the crawler's crawl() to its end and return its result; fail if it stalls."""
     main = asyncio.create_task(crawler.crawl())
     start = last = time.monotonic()
@@ -50,10 +66,16 @@ async def crawl(crawler: Crawler) -> CrawlResult:
         now = time.monotonic()
         if len(crawler.done) != recorded:
             recorded, last = len(crawler.done), now
-        if now - last > STALL_S or now - start > CRAWL_LIMIT_S:
+        why = ""
+        if crawler.worker_errors:
+            error = crawler.worker_errors[0]
+            why = f"a worker ended with {type(error).__name__}: {error}"
+        elif now - last > STALL_S or now - start > CRAWL_LIMIT_S:
+            why = f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s"
+        if why:
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
-            pytest.fail(f"the crawl stalled: {recorded} URLs recorded, none in {STALL_S} s")
+            pytest.fail(why)
     await main
     return crawler.result()
 
@@ -233,7 +255,7 @@ def test_the_default_site_gives_the_oracles_pages_and_records(
 ) -> None:
     """The whole crawl: every URL and every record as the test site's oracle says."""
     site, base_url = default_site
-    result = asyncio.run(crawl(Crawler([base_url])))
+    result = asyncio.run(crawl(Watched([base_url])))
     expected = site.expected(base_url)
     assert_matches_oracle(result, expected)
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
@@ -247,7 +269,7 @@ def test_robots_txt_is_obeyed() -> None:
     """A robots.txt with rules: the URLs it forbids are recorded, never fetched."""
     site = Site(pages=100, robots="rules")
     with serve(site) as base_url:
-        result = asyncio.run(crawl(Crawler([base_url])))
+        result = asyncio.run(crawl(Watched([base_url])))
     assert_matches_oracle(result, site.expected(base_url))
     assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))]
 
@@ -258,7 +280,7 @@ def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
 ) -> None:
     """--fail-on makes link parsing raise: the worker records the error and takes the next URL."""
     site, base_url = default_site
-    result = asyncio.run(crawl(Crawler([base_url], Options(fail_on="/traps/"))))
+    result = asyncio.run(crawl(Watched([base_url], Options(fail_on="/traps/"))))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
     assert base_url + "traps/" in failed
     assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
@@ -271,6 +293,6 @@ def test_the_workers_fetch_side_by_side() -> None:
     """Four workers keep four fetches in flight, as the server sees it."""
     site = Site(pages=60, traps=False, latency=0.05)
     with serve(site) as base_url:
-        result = asyncio.run(crawl(Crawler([base_url], Options(max_tasks=4))))
+        result = asyncio.run(crawl(Watched([base_url], Options(max_tasks=4))))
         assert site.max_in_flight == 4
     assert_matches_oracle(result, site.expected(base_url))
