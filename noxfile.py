@@ -148,6 +148,13 @@ def trace(session: nox.Session) -> None:
     session.run("python", "-m", STAGES[name], *demo, *extra)
 
 
+@nox.session
+def show(session: nox.Session) -> None:
+    """Step through a crawl in a browser: `nox -s show -- stage2|all` writes out/show-STAGE.html."""
+    install(session)
+    session.run("python", "-m", "shared.show", *(session.posargs or ["stage2"]))
+
+
 def posix_only(session: nox.Session) -> None:
     """Stop with status 2 where compare and bench cannot run: they fork and read getrusage."""
     if os.name != "posix":
