@@ -1,14 +1,25 @@
-"""nox -s show: the recorder's data is sound."""
+"""nox -s show: the recorder's data is sound, and the page shows it, step by step, in a browser.
+
+The browser tests drive Debian's headless Chromium with Selenium.  Where it is not
+installed they are skipped, unless CRAWLER500_REQUIRE_BROWSER=1 (CI sets it): then a
+missing browser fails them, so that CI proves the page.
+"""
 
 from __future__ import annotations
 
 import io
+import json
+import os
 import re
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
 from shared.crawling import Options
+from shared.show import browser
 from shared.show.command import build_parser, crawl_arguments, main
 from shared.show.page import crawl_data, waits
 from shared.show.record import Recorder, recording
@@ -143,3 +154,228 @@ def test_a_root_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
         main(["stage2", "http://example.org/", "--no-open"])
     assert exit.value.code == 2
     assert "built-in test site only" in capsys.readouterr().err
+
+
+# ---- the page, in a browser ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The page for stage 2 and for all three stages, of a quick 6-page crawl."""
+    folder = tmp_path_factory.mktemp("show")
+    made = {}
+    for which in ("stage2", "all"):
+        made[which] = folder / f"{which}.html"
+        argv = [which, "--out", str(made[which]), "--no-open", "--site-latency", "0.02", "-q"]
+        assert main(argv) == 0
+    return made
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    """A headless Chromium, shared by this module's browser tests."""
+    reason = browser.missing()
+    if reason:
+        if os.environ.get("CRAWLER500_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"CRAWLER500_REQUIRE_BROWSER=1, but {reason}")
+        pytest.skip(reason)
+    with browser.headless_chromium() as chromium:
+        yield chromium
+
+
+def open_page(driver: Any, page: Path, fragment: str = "") -> dict[str, Any]:
+    """Open a page from disk, wait until it is drawn, and return its embedded data."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver.get(page.resolve().as_uri() + fragment)
+    WebDriverWait(driver, 10).until(
+        lambda d: d.execute_script("return document.body.dataset.ready")
+    )
+    data: dict[str, Any] = driver.execute_script(
+        "return JSON.parse(document.getElementById('show-data').textContent)"
+    )
+    return data
+
+
+def merged(data: dict[str, Any]) -> list[tuple[int, int]]:
+    """Every (crawl, step) in time order, a tie going to the crawl listed first."""
+    entries = [
+        (t, c, i)
+        for c, crawl in enumerate(data["crawls"])
+        for i, t in enumerate(crawl["steps"]["t"])
+    ]
+    return [(c, i) for _, c, i in sorted(entries)]
+
+
+def expected_panel(crawl: dict[str, Any], i: int) -> dict[str, Any]:
+    """What a crawl's panel must show at its step i, from the recorded data alone."""
+    text, steps = crawl["strings"], crawl["steps"]
+    chain = crawl["chains"][steps["fr"][i]]
+    own = [frame for frame in chain if frame[1] >= 0]
+    sockets, waits = crawl["states"][steps["st"][i]]
+
+    def name(actor: int) -> str:
+        return " ".join(
+            filter(None, (text[crawl["actors"][actor][0]], text[crawl["actors"][actor][1]]))
+        )
+
+    return {
+        "step": f"step {i + 1} of {len(steps['t'])}",
+        "file": crawl["files"][own[-1][1]][0] if own else "",
+        "line": str(own[-1][2]) if own else None,
+        "ready": str(steps["ready"][i]),
+        "timers": str(steps["timers"][i]),
+        "sockets": [[str(fd), text[label]] for fd, _, _, label in sockets],
+        "waiting": [[name(actor), text[label]] for actor, _, label in waits],
+    }
+
+
+def shown_panel(driver: Any, index: int) -> dict[str, Any]:
+    """What the page's panel for crawl ``index`` shows now."""
+    shown: dict[str, Any] = driver.execute_script(
+        """
+        const panel = document.querySelector(`.panel[data-crawl="${arguments[0]}"]`);
+        const text = (selector) => panel.querySelector(selector).textContent;
+        const rows = (selector) => [...panel.querySelectorAll(selector + " tbody tr")]
+          .map((tr) => [...tr.children].map((td) => td.textContent));
+        const current = panel.querySelectorAll(".code .current");
+        return {
+          step: text(".step-no"), file: text(".file"),
+          line: current.length === 1 ? current[0].dataset.line : null,
+          ready: text(".counts .ready"), timers: text(".counts .timers"),
+          sockets: rows(".sockets").map((r) => [r[0], r[3]]),
+          waiting: rows(".waiting"),
+        };
+        """,
+        index,
+    )
+    return shown
+
+
+def press(driver: Any, key: str, times: int = 1) -> None:
+    """Press a key on the page (not in a form field), as a reader would."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    actions = ActionChains(driver)
+    for _ in range(times):
+        actions.send_keys(key)
+    actions.perform()
+
+
+def cursor(driver: Any) -> int:
+    """The page's step number (1-based, over all crawls), from the control bar."""
+    found = re.fullmatch(r"step (\d+) of \d+", driver.find_element("id", "step-no").text)
+    assert found, driver.find_element("id", "step-no").text
+    return int(found[1])
+
+
+def test_stepping_shows_the_recorded_step_line_and_loop_state(
+    driver: Any, pages: dict[str, Path]
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    data = open_page(driver, pages["stage2"])
+    crawl = data["crawls"][0]
+    total = len(crawl["steps"]["t"])
+    assert cursor(driver) == 1
+    visited = []
+    for key, times in [
+        (Keys.ARROW_RIGHT, 1), (Keys.ARROW_RIGHT, 6), (Keys.ARROW_LEFT, 2),
+        (Keys.END, 1), (Keys.ARROW_LEFT, 3), (Keys.HOME, 1), (Keys.ARROW_LEFT, 1),
+    ]:  # fmt: skip
+        press(driver, key, times)
+        step = cursor(driver)
+        visited.append(step)
+        assert shown_panel(driver, 0) == expected_panel(crawl, step - 1)
+    assert visited == [2, 8, 6, total, total - 3, 1, 1]
+    driver.find_element("id", "forward").click()
+    driver.find_element("id", "forward").click()
+    driver.find_element("id", "back").click()
+    assert cursor(driver) == 2
+    assert shown_panel(driver, 0) == expected_panel(crawl, 1)
+    # Every step of the crawl, one after the other: the panel agrees with the data at each.
+    for step in range(1, total + 1):
+        driver.execute_script(
+            "const s = document.getElementById('slider'); s.value = arguments[0];"
+            "s.dispatchEvent(new Event('input'));",
+            step - 1,
+        )
+        assert shown_panel(driver, 0) == expected_panel(crawl, step - 1), step
+
+
+def test_a_click_on_the_axis_jumps_to_the_nearest_step(driver: Any, pages: dict[str, Path]) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.support.ui import Select
+
+    data = open_page(driver, pages["stage2"])
+    Select(driver.find_element("id", "xmode")).select_by_value("steps")  # evenly spaced
+    canvas = driver.find_element("id", "lanes")
+    low, high, gutter, margin = json.loads(canvas.get_attribute("data-view"))
+    width, height = canvas.size["width"], canvas.size["height"]
+    total = len(data["crawls"][0]["steps"]["t"])
+    for target in (total // 3, total - 2):
+        x = gutter + (target - low) / (high - low) * (width - gutter - margin)
+        # Selenium's offsets are from the element's centre.
+        ActionChains(driver).move_to_element_with_offset(
+            canvas, int(x - width / 2), int(12 - height / 2)
+        ).click().perform()
+        assert cursor(driver) == target + 1
+
+
+def test_play_moves_on_and_pause_stops(driver: Any, pages: dict[str, Path]) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    open_page(driver, pages["stage2"])
+    driver.find_element("id", "play").click()
+    WebDriverWait(driver, 5).until(lambda d: cursor(d) >= 4)
+    driver.find_element("id", "play").click()
+    stopped = cursor(driver)
+    WebDriverWait(driver, 1, poll_frequency=0.3).until(lambda d: cursor(d) == stopped)
+    assert "play" in driver.find_element("id", "play").text
+
+
+def test_all_three_panels_show_one_moment(driver: Any, pages: dict[str, Path]) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    data = open_page(driver, pages["all"])
+    assert [crawl["stage"] for crawl in data["crawls"]] == [
+        "stage1_callbacks",
+        "stage2_generators",
+        "stage3_asyncio",
+    ]
+    order = merged(data)
+    assert len(order) == sum(len(crawl["steps"]["t"]) for crawl in data["crawls"])
+    for _ in range(3):
+        press(driver, Keys.ARROW_RIGHT, 9)
+        position = cursor(driver) - 1
+        for index, crawl in enumerate(data["crawls"]):
+            # Each panel shows its crawl's latest step at or before the moment.
+            mine = [i for c, i in order[: position + 1] if c == index]
+            if mine:
+                assert shown_panel(driver, index) == expected_panel(crawl, mine[-1])
+            else:
+                assert shown_panel(driver, index)["step"] == "not started"
+        # The crawl whose step the cursor is on is the one marked as having run.
+        active = driver.find_elements("css selector", ".panel.active")
+        assert [p.get_attribute("data-crawl") for p in active] == [str(order[position][0])]
+
+
+def test_the_page_asks_for_nothing_from_anywhere(driver: Any, pages: dict[str, Path]) -> None:
+    """From a file:// URL, the page loads no script, style, font or image: all is inline."""
+    driver.get_log("performance")  # what earlier tests did
+    open_page(driver, pages["all"])
+    assert driver.execute_script("return location.protocol") == "file:"
+    assert driver.execute_script("return performance.getEntriesByType('resource').length") == 0
+    requested = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            requested.append(message["params"]["request"]["url"])
+    assert requested == [pages["all"].resolve().as_uri()]
+
+
+def test_a_fragment_opens_the_page_at_a_step(driver: Any, pages: dict[str, Path]) -> None:
+    data = open_page(driver, pages["all"], "#step=30")
+    assert cursor(driver) == 30
+    crawl, step = merged(data)[29]
+    assert shown_panel(driver, crawl) == expected_panel(data["crawls"][crawl], step)
