@@ -498,7 +498,9 @@
     for (const [who, kind, label] of waits) {
       const tr = element("tr", who === actor ? "current" : "");
       const td = element("td");
-      const dot = element("span", "kind");
+      // Running, or ready to run, is not a wait: no colour.
+      const idle = ["running", "ready to run"].includes(c.s(label));
+      const dot = element("span", idle ? "kind none" : "kind");
       dot.style.background = COLORS[KINDS[kind]];
       td.append(dot, c.s(label));
       tr.append(element("td", "", actorName(c, who)), td);
