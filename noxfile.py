@@ -152,6 +152,9 @@ def trace(session: nox.Session) -> None:
 def show(session: nox.Session) -> None:
     """Step through a crawl in a browser: `nox -s show -- stage2|all` writes out/show-STAGE.html."""
     install(session)
+    if any(arg.startswith("--screenshot") for arg in session.posargs):  # by headless Chromium
+        test_group = nox.project.dependency_groups(PYPROJECT, "test")
+        session.install(*(spec for spec in test_group if spec.startswith("selenium")))
     session.run("python", "-m", "shared.show", *(session.posargs or ["stage2"]))
 
 

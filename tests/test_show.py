@@ -11,6 +11,7 @@ import io
 import json
 import os
 import re
+import struct
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -20,8 +21,8 @@ import pytest
 
 from shared.crawling import Options
 from shared.show import browser
-from shared.show.command import build_parser, crawl_arguments, main
-from shared.show.page import crawl_data, waits
+from shared.show.command import build_parser, crawl_arguments, main, merged_position
+from shared.show.page import crawl_data, interesting_step, waits
 from shared.show.record import Recorder, recording
 from shared.testsite import Site, serve
 
@@ -378,4 +379,17 @@ def test_a_fragment_opens_the_page_at_a_step(driver: Any, pages: dict[str, Path]
     data = open_page(driver, pages["all"], "#step=30")
     assert cursor(driver) == 30
     crawl, step = merged(data)[29]
+    assert merged_position(data["crawls"], crawl, step) == 29  # as the screenshot computes it
     assert shown_panel(driver, crawl) == expected_panel(data["crawls"][crawl], step)
+
+
+def test_the_screenshot_is_a_png_of_the_whole_page(
+    driver: Any, pages: dict[str, Path], tmp_path: Path
+) -> None:
+    data = open_page(driver, pages["stage2"])
+    picture = tmp_path / "shot.png"
+    browser.screenshot(pages["stage2"], picture, interesting_step(data["crawls"][0]) + 1)
+    head = picture.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", head[16:24])
+    assert width == 1400 and height >= 700

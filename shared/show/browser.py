@@ -1,4 +1,4 @@
-"""A headless Chromium driven by Selenium, for the page's tests.
+"""A headless Chromium driven by Selenium: the screenshot of the page, and its tests.
 
 Debian's packages are used as they are (``apt-get install chromium chromium-driver``):
 the browser and its driver are named explicitly, so Selenium never looks for (or
@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # selenium is imported only when a browser is wanted
@@ -69,3 +70,20 @@ def headless_chromium(width: int = 1400, height: int = 1000) -> Iterator[WebDriv
             yield driver
         finally:
             driver.quit()
+
+
+def screenshot(page: Path, picture: Path, step: int, width: int = 1400, height: int = 1000) -> None:
+    """Open the page at a step (1-based, in all crawls' time order) and save it as a PNG."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    picture.parent.mkdir(parents=True, exist_ok=True)
+    with headless_chromium(width, height) as driver:
+        driver.get(f"{page.resolve().as_uri()}#step={step}")
+        WebDriverWait(driver, 10).until(
+            lambda d: d.execute_script("return document.body.dataset.ready")
+        )
+        # The whole page, not the window: a viewport as tall as the content.
+        full = int(driver.execute_script("return document.documentElement.scrollHeight"))
+        metrics = {"width": width, "height": full, "deviceScaleFactor": 1, "mobile": False}
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        driver.save_screenshot(str(picture))

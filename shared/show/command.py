@@ -3,7 +3,8 @@
 The crawl options are the stages' own (shared/cli.py), with other defaults: a 6-page
 site, two tasks, 0.1 s per answer, robots.txt ignored, so that a class can follow every
 step.  ``--full-site`` crawls the default test site instead (about 390 URLs, traps and
-all).  The page goes to out/show-STAGE.html, and opens in the browser when there is one.
+all).  The page goes to out/show-STAGE.html, opens in the browser when there is one, and
+``--screenshot`` also takes a picture of it with headless Chromium.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import os
 import sys
 import time
 import webbrowser
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from shared.cli import configure_logging, parse_args
-from shared.show.page import TITLES, crawl_data, write
+from shared.show.page import TITLES, crawl_data, interesting_step, write
 from shared.show.record import recording
 
 STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
@@ -48,6 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--obey-robots", action="store_true", help="fetch and obey robots.txt, as crawls do"
     )
+    parser.add_argument(
+        "--screenshot",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="also a PNG of the page, by headless Chromium (out/show-STAGE.png)",
+    )
+    parser.add_argument(
+        "--step", type=int, metavar="N", help="the step the screenshot shows (a busy one)"
+    )
     parser.add_argument("--no-open", action="store_true", help="do not open a browser")
     return parser
 
@@ -60,6 +73,20 @@ def crawl_arguments(own: argparse.Namespace, rest: list[str]) -> list[str]:
     if own.obey_robots:
         defaults.remove("--ignore-robots")
     return [*defaults, *rest]
+
+
+def merged_position(crawls: list[dict[str, Any]], index: int, step: int) -> int:
+    """Where a crawl's step comes among all the crawls' steps in time order, as on the page.
+
+    The page merges the crawls' steps by time, a tie going to the crawl listed first.
+    """
+    t = crawls[index]["steps"]["t"][step]
+    before = step
+    for other, crawl in enumerate(crawls):
+        if other != index:
+            times = crawl["steps"]["t"]
+            before += bisect_right(times, t) if other < index else bisect_left(times, t)
+    return before
 
 
 def can_open_browser() -> bool:
@@ -115,6 +142,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     size = write(out, crawls, heading)
     print(f"wrote {out} ({size / 1024:.0f} KiB)", file=sys.stderr)
+    if own.screenshot is not None:
+        from shared.show.browser import screenshot
+
+        picture = Path(own.screenshot or out.with_suffix(".png"))
+        middle = len(crawls) // 2  # with all three: stage 2, the one with most to show
+        step = own.step or merged_position(crawls, middle, interesting_step(crawls[middle])) + 1
+        screenshot(out, picture, step)
+        print(f"wrote {picture}", file=sys.stderr)
     if not own.no_open and can_open_browser() and webbrowser.open(out.resolve().as_uri()):
         return 0
     print(out.resolve())
