@@ -129,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"recording {package} failed {len(recorder.errors)} time(s)", file=sys.stderr)
                 return 1
             note = f"{len(result.fetches)} URLs, {len(recorder.steps)} steps, {seconds:.2f} s"
+            if result.interrupted:  # Ctrl-C: the page shows the crawl as far as it went
+                note += ", interrupted"
             crawls.append(crawl_data(recorder, note))
             print(f"{TITLES[package]}: {note}", file=sys.stderr)
     site_text = "the default test site" if pages is None else f"a {pages}-page site"
@@ -143,8 +145,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     size = write(out, crawls, heading)
     print(f"wrote {out} ({size / 1024:.0f} KiB)", file=sys.stderr)
     if own.screenshot is not None:
-        from shared.show.browser import screenshot
+        from shared.show.browser import missing, screenshot
 
+        if reason := missing():
+            print(f"no screenshot: {reason}", file=sys.stderr)
+            return 2
         picture = Path(own.screenshot or out.with_suffix(".png"))
         middle = len(crawls) // 2  # with all three: stage 2, the one with most to show
         step = own.step or merged_position(crawls, middle, interesting_step(crawls[middle])) + 1

@@ -242,7 +242,10 @@
     ctx.fillStyle = "#1d2330";
     ctx.font = "600 12px system-ui, sans-serif";
     ctx.fillText(c.title, 8, top - HEAD / 2);
+    const titled = ctx.measureText(c.title).width;
     ctx.font = "11px system-ui, sans-serif";
+    ctx.fillStyle = "#667085";
+    ctx.fillText(c.raw.note, 8 + titled + 10, top - HEAD / 2);
     const cur = currentStep(c);
     const curRow = cur >= 0 ? c.actors[c.steps.a[cur]][2] : -1;
     for (let r = 0; r < c.rows.length; r++) {
