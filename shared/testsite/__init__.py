@@ -19,13 +19,15 @@ Where things are
 =============  ==========================================================================
 
 Everything a test needs is importable from here: ``from shared.testsite import Site,
-serve``.
+serve``.  ``serve_hosts(site, loopback_hosts(3))`` serves one site on 127.0.0.1,
+127.0.0.2 and 127.0.0.3 at once, three hosts for the crawlers' per-host limits, and
+the server counts the requests in flight to each (``site.max_in_flight_by_host``).
 """
 
 from shared.testsite.cli import add_site_arguments, main, site_from_arguments
 from shared.testsite.oracle import Expected
 from shared.testsite.pages import NEVER
-from shared.testsite.server import serve
+from shared.testsite.server import loopback_hosts, serve, serve_hosts
 from shared.testsite.site import Site
 from shared.testsite.tls import ServerTLS, local_tls
 from shared.testsite.traps import (
@@ -52,7 +54,9 @@ __all__ = [
     "Site",
     "add_site_arguments",
     "local_tls",
+    "loopback_hosts",
     "main",
     "serve",
+    "serve_hosts",
     "site_from_arguments",
 ]

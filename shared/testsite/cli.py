@@ -1,8 +1,10 @@
 """The test site's command line: ``python -m shared.testsite --pages N --latency S --port P``.
 
 Serves a site in the foreground for a class to crawl, and logs every request it
-answers so the class can watch them arrive.  :func:`add_site_arguments` and
-:func:`site_from_arguments` are shared with ``python -m shared.bench.server``.
+answers so the class can watch them arrive.  ``--hosts 3`` serves it on 127.0.0.1,
+127.0.0.2 and 127.0.0.3 at once: three hosts, to crawl with ``--max-per-host``.
+:func:`add_site_arguments` and :func:`site_from_arguments` are shared with
+``python -m shared.bench.server``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from shared.testsite.server import serve
+from shared.testsite.server import loopback_hosts, serve_hosts
 from shared.testsite.site import Site
 from shared.testsite.tls import local_tls
 from shared.testsite.traps import ROBOTS_KINDS
@@ -57,15 +59,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--https", action="store_true", help="serve https, with a throw-away CA (needs trustme)"
     )
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve the site on 127.0.0.1 .. 127.0.0.N at once, N hosts (for --max-per-host)",
+    )
     args = parser.parse_args(argv)
     site = site_from_arguments(args)
+    try:
+        hosts = loopback_hosts(args.hosts)
+    except ValueError as exc:
+        parser.error(f"--hosts: {exc}")
     # The access log lets the class watch the crawler's requests arrive.
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     with tempfile.TemporaryDirectory(prefix="testsite-") as directory:
-        tls = local_tls(directory) if args.https else None
-        with serve(site, args.port, tls=tls) as url:
-            count = len(site.expected(url))
-            print(f"Serving {count} URLs at {url}  (Ctrl-C to stop)", flush=True)
+        tls = local_tls(directory, (*hosts, "localhost")) if args.https else None
+        with serve_hosts(site, hosts, args.port, tls=tls) as urls:
+            count = len(site.expected(urls))
+            print(f"Serving {count} URLs at {' '.join(urls)}  (Ctrl-C to stop)", flush=True)
             if tls is not None:
                 print(f"Its CA certificate: {tls.cafile}  (crawl with --cafile)", flush=True)
             try:

@@ -2,23 +2,27 @@
 
 :func:`serve` runs an aiohttp application in a daemon thread with its own event loop,
 because stages 1 and 2 block their thread in their own select() loop: the site cannot
-share it.  :func:`answer` turns a page's definition (pages.py's Resource) into bytes on
-the wire, or into the misbehaviour its ``kind`` names: this is where a new way to
-misbehave goes.  Every request is counted on the Site (``site.requests``,
-``site.max_in_flight``...), for tests to read afterwards.
+share it.  :func:`serve_hosts` serves the same site on several loopback addresses at
+once, each a host of its own.
+
+:func:`answer` turns a page's definition (pages.py's Resource) into bytes on the wire,
+or into the misbehaviour its ``kind`` names: this is where a new way to misbehave goes.
+Every request is counted on the Site (``site.requests``, ``site.max_in_flight``,
+``site.max_in_flight_by_host``...), for tests to read afterwards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 from aiohttp import web
 
@@ -29,6 +33,7 @@ from shared.testsite.traps import HUGE_SIZE
 if TYPE_CHECKING:
     from shared.testsite.site import Site
 
+_LOOPBACK = ipaddress.ip_network("127.0.0.0/8")
 _HUGE_CHUNK = 256 * 1024
 _SILENT_SECONDS = 3600.0  # far longer than any crawler's timeout; cancelled at shutdown
 
@@ -86,20 +91,20 @@ def make_app(site: Site) -> web.Application:
 
 async def handle(site: Site, request: web.Request) -> web.StreamResponse:
     """Count the request, wait the configured latency, then answer as defined."""
-    path = canonical(request.raw_path)
-    site.arrived(path, request.headers.get("User-Agent", ""))
+    path, host = canonical(request.raw_path), host_of(request)
+    site.arrived(host, path, request.headers.get("User-Agent", ""))
     try:
         if site.latency > 0:
             await asyncio.sleep(site.latency)
         return await answer(site, request, path, site.resource(path))
     finally:
-        site.answered()
+        site.answered(host)
 
 
 async def answer(site: Site, request: web.Request, path: str, res: Resource) -> web.StreamResponse:
     """Produce the response (or the misbehaviour) a resource defines."""
     origin = served_origin(request)
-    if res.drops and site.drop_now(path, res):
+    if res.drops and site.drop_now(origin + path, res):
         return send_raw(request, b"")
     kind = res.kind
     if kind == "silent":
@@ -135,6 +140,19 @@ def served_origin(request: web.Request) -> str:
     if sockname:
         return f"{request.scheme}://{sockname[0]}:{sockname[1]}"
     return f"{request.scheme}://{request.host}"
+
+
+def host_of(request: web.Request) -> str:
+    """The host a request was sent to, without its port: as its Host header names it.
+
+    A crawler's per-host limits count hosts by name, ports apart, and so does the
+    server.  A request without a Host header counts under the address it came in on.
+    """
+    named = urlsplit("//" + request.headers.get("Host", "")).hostname
+    if named:
+        return named
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    return str(sockname[0]) if sockname else ""
 
 
 def send_raw(request: web.Request, data: bytes, *, reset: bool = False) -> web.StreamResponse:
@@ -182,24 +200,43 @@ class _ServerState:
     """What the server thread hands back to the thread that started it."""
 
     ready: threading.Event = field(default_factory=threading.Event)
-    url: str = ""
+    urls: list[str] = field(default_factory=list)
     error: BaseException | None = None
     loop: asyncio.AbstractEventLoop | None = None
     stop: asyncio.Event | None = None
 
 
-async def _run_server(site: Site, port: int, state: _ServerState, tls: ServerTLS | None) -> None:
+def loopback_hosts(count: int) -> tuple[str, ...]:
+    """Return ``count`` loopback addresses, 127.0.0.1 to 127.0.0.<count>, for :func:`serve_hosts`.
+
+    Linux answers on the whole of 127.0.0.0/8 with no set-up; macOS has only 127.0.0.1
+    until you add the others (``sudo ifconfig lo0 alias 127.0.0.2 up``, and so on).
+    """
+    if not 1 <= count <= 254:
+        raise ValueError(f"between 1 and 254 hosts (got {count})")
+    return tuple(f"127.0.0.{n}" for n in range(1, count + 1))
+
+
+async def _run_server(
+    site: Site, hosts: Sequence[str], port: int, state: _ServerState, tls: ServerTLS | None
+) -> None:
     """Serve until told to stop, then clean up; runs in the server thread's loop."""
     state.loop = asyncio.get_running_loop()
     state.stop = asyncio.Event()
     # A short shutdown timeout bounds cleanup even if a handler ignores cancellation.
     runner = web.AppRunner(make_app(site), shutdown_timeout=0.5)
+    scheme = "https" if tls else "http"
     try:
         await runner.setup()
         context = tls.context if tls else None
-        await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
-        bound_port = runner.addresses[0][1]
-        state.url = f"{'https' if tls else 'http'}://127.0.0.1:{bound_port}/"
+        # One application, one listening socket per host: the handlers are shared, and
+        # each request's Host header (or address) tells which host it was sent to.
+        for host in hosts:
+            try:
+                await web.TCPSite(runner, host, port, ssl_context=context).start()
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot serve on {host}: {exc.strerror}") from exc
+        state.urls = [f"{scheme}://{host}:{bound}/" for host, bound, *_ in runner.addresses]
     except BaseException as exc:
         state.error = exc
         state.ready.set()
@@ -213,17 +250,25 @@ async def _run_server(site: Site, port: int, state: _ServerState, tls: ServerTLS
 
 
 @contextlib.contextmanager
-def serve(site: Site, port: int = 0, *, tls: ServerTLS | None = None) -> Iterator[str]:
-    """Serve the site from a daemon thread with its own event loop on 127.0.0.1.
+def serve_hosts(
+    site: Site, hosts: Sequence[str], port: int = 0, *, tls: ServerTLS | None = None
+) -> Iterator[list[str]]:
+    """Serve one site on several loopback addresses at once, each a host of its own.
 
-    Yields the base URL "http://127.0.0.1:PORT/", or "https://127.0.0.1:PORT/" with
-    ``tls`` (see :func:`local_tls`).  On exit the runner is cleaned up, the loop stopped
-    and the thread joined, so the port is closed afterwards.  A thread is needed because
-    stages 1 and 2 block the calling thread in their own select loop.
+    Yields one base URL per host, in the order of ``hosts``: "http://127.0.0.2:PORT/"
+    and so on.  Each host serves the whole site, its absolute links pointing to itself,
+    so a crawl from all the base URLs at once crawls several independent hosts side by
+    side, and ``site.expected(urls)`` gives its records.  With ``port`` 0 each host gets
+    a free port of its own; the hosts differ by address anyway, and per-host limits
+    ignore ports.  Only addresses in 127.0.0.0/8 are accepted: the test site is never
+    served beyond this machine.  See :func:`serve` for the thread and the clean-up.
     """
+    for host in hosts:
+        if ipaddress.ip_address(host) not in _LOOPBACK:
+            raise ValueError(f"the test site serves loopback addresses only, not {host}")
     state = _ServerState()
     thread = threading.Thread(
-        target=lambda: asyncio.run(_run_server(site, port, state, tls)),
+        target=lambda: asyncio.run(_run_server(site, hosts, port, state, tls)),
         name="testsite",
         daemon=True,
     )
@@ -233,8 +278,21 @@ def serve(site: Site, port: int = 0, *, tls: ServerTLS | None = None) -> Iterato
         thread.join()
         raise state.error
     try:
-        yield state.url
+        yield state.urls
     finally:
         assert state.loop is not None and state.stop is not None
         state.loop.call_soon_threadsafe(state.stop.set)
         thread.join()
+
+
+@contextlib.contextmanager
+def serve(site: Site, port: int = 0, *, tls: ServerTLS | None = None) -> Iterator[str]:
+    """Serve the site from a daemon thread with its own event loop on 127.0.0.1.
+
+    Yields the base URL "http://127.0.0.1:PORT/", or "https://127.0.0.1:PORT/" with
+    ``tls`` (see :func:`local_tls`).  On exit the runner is cleaned up, the loop stopped
+    and the thread joined, so the port is closed afterwards.  A thread is needed because
+    stages 1 and 2 block the calling thread in their own select loop.
+    """
+    with serve_hosts(site, ("127.0.0.1",), port, tls=tls) as urls:
+        yield urls[0]

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import collections
 import random
+import time
+from collections.abc import Sequence
 
 from aiohttp import web
 
@@ -39,9 +41,16 @@ class Site:
     ``robots`` chooses what /robots.txt answers: None (a 404) or one of
     :data:`ROBOTS_KINDS`.
 
-    ``requests`` (canonical path+query -> count), ``user_agents`` (User-Agent header ->
-    count) and ``max_in_flight`` are observations made by the server (see server.py);
-    :meth:`reset` clears them and re-arms the flaky page.
+    The server (server.py) observes every request it answers, for tests to read:
+    ``requests`` (canonical path+query -> count, every host together), ``user_agents``
+    (User-Agent header -> count), ``arrivals`` (``(time.monotonic(), host, path)`` per
+    request, in the order they came), ``max_in_flight`` (the most requests it was
+    answering at once) and ``max_in_flight_by_host`` (the same, per host).  A host is
+    the name the request was sent to, without the port, as a crawler's per-host limits
+    count it.  :meth:`reset` clears the observations and re-arms the flaky page.
+
+    One Site may be served on several hosts at once (:func:`serve_hosts`): each host
+    then serves the whole site, its absolute links pointing to itself.
     """
 
     def __init__(
@@ -71,9 +80,11 @@ class Site:
         self.robots = robots
         self.requests: collections.Counter[str] = collections.Counter()
         self.user_agents: collections.Counter[str] = collections.Counter()
-        self.max_in_flight = 0
-        self._in_flight = 0
-        self._drop_counts: collections.Counter[str] = collections.Counter()
+        self.max_in_flight = 0  # the most requests answered at once, every host together
+        self.max_in_flight_by_host: dict[str, int] = {}  # host -> the most at once to it
+        self.arrivals: list[tuple[float, str, str]] = []  # (time.monotonic(), host, path)
+        self._in_flight: collections.Counter[str] = collections.Counter()  # host -> now
+        self._drop_counts: collections.Counter[str] = collections.Counter()  # origin+path
         # The definition never changes, so each walk of it is computed once.
         self._walks: dict[tuple[str, int, str | None, int, bool], Walk] = {}
 
@@ -191,7 +202,7 @@ class Site:
 
     def expected(
         self,
-        base_url: str,
+        base_url: str | Sequence[str],
         *,
         max_redirect: int = 10,
         exclude: str | None = None,
@@ -201,10 +212,17 @@ class Site:
         """The oracle: the record a correct crawl from base_url makes, per absolute URL.
 
         Unless ``ignore_robots``, that includes the record of /robots.txt, and a record
-        with no tries for each URL reached that robots.txt forbids.
+        with no tries for each URL reached that robots.txt forbids.  Given several base
+        URLs (one per host, as :func:`serve_hosts` yields them, crawled together as the
+        roots of one crawl), it returns the records of them all: no page of one host
+        links to another, so each host's records are those of a crawl of it alone.
         """
-        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots)
-        return dict(walk.records)
+        bases = [base_url] if isinstance(base_url, str) else list(base_url)
+        records: dict[str, Expected] = {}
+        for base in bases:
+            walk = self._walk(base, max_redirect, exclude, max_tries, ignore_robots)
+            records.update(walk.records)
+        return records
 
     def levels(
         self,
@@ -232,24 +250,33 @@ class Site:
         """Forget the observations and re-arm per-URL state such as the flaky page."""
         self.requests.clear()
         self.user_agents.clear()
-        self.max_in_flight = self._in_flight
+        self.arrivals.clear()
+        # Requests still being answered (a silent page, say) count from their start.
+        self.max_in_flight = self._in_flight.total()
+        self.max_in_flight_by_host = {host: n for host, n in self._in_flight.items() if n}
         self._drop_counts.clear()
 
-    def arrived(self, path: str, user_agent: str) -> None:
-        """Note a request the server begins to answer: its path, User-Agent, one more in flight."""
+    def arrived(self, host: str, path: str, user_agent: str) -> None:
+        """Note a request the server begins to answer: one more in flight to its host."""
         self.requests[path] += 1
         self.user_agents[user_agent] += 1
-        self._in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        self.arrivals.append((time.monotonic(), host, path))
+        self._in_flight[host] += 1
+        most = max(self.max_in_flight_by_host.get(host, 0), self._in_flight[host])
+        self.max_in_flight_by_host[host] = most
+        self.max_in_flight = max(self.max_in_flight, self._in_flight.total())
 
-    def answered(self) -> None:
+    def answered(self, host: str) -> None:
         """Note that the server is done with a request (answered, dropped or cancelled)."""
-        self._in_flight -= 1
+        self._in_flight[host] -= 1
 
-    def drop_now(self, path: str, res: Resource) -> bool:
-        """Tell whether this request of res must be dropped: the flaky page's first tries."""
-        self._drop_counts[path] += 1
-        return self._drop_counts[path] <= res.drops
+    def drop_now(self, url: str, res: Resource) -> bool:
+        """Tell whether this request of res must be dropped: the flaky page's first tries.
+
+        Counted per URL, so that each host of a site served on several has its own.
+        """
+        self._drop_counts[url] += 1
+        return self._drop_counts[url] <= res.drops
 
     def make_app(self) -> web.Application:
         """An aiohttp application serving this site (see :func:`server.make_app`)."""
