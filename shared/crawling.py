@@ -217,6 +217,19 @@ class BaseCrawler:
         """
         return tries >= self.max_tries or certificate_error(exc) is not None
 
+    def failed_try(self, url: str, tries: int, exc: BaseException) -> bool:
+        """Note a failed try of url; return True if it was the last, url then recorded as failed.
+
+        Another try follows (False) unless --max-tries is reached or there is no use
+        trying again (:meth:`give_up`).  The decision is the same in every stage; only
+        how a stage starts the next try is its own.
+        """
+        if self.give_up(tries, exc):
+            self.record_failure(url, tries, exc)
+            return True
+        self.retrying(url, tries, exc)
+        return False
+
     def record_failure(self, url: str, tries: int, exc: BaseException) -> None:
         """Record a URL for which no complete response came back.
 

@@ -158,12 +158,10 @@ class Fetcher:
     def _fail(self, exc: Exception) -> None:
         """Close the failed try; start another, or record the failure after the last."""
         self.close()
-        if not self.crawler.give_up(self.tries, exc):
-            self.crawler.retrying(self.url, self.tries, exc)
-            self.start()  # a new socket: a half-used connection is never reused
-        else:
-            self.crawler.record_failure(self.url, self.tries, exc)
+        if self.crawler.failed_try(self.url, self.tries, exc):
             self.crawler.finished(self, [])
+        else:
+            self.start()  # a new socket: a half-used connection is never reused
 
     def close(self) -> None:
         """End the current try: cancel its timer, unregister and close its socket."""

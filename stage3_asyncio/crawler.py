@@ -87,17 +87,13 @@ class Crawler(BaseCrawler):
 
     async def fetch(self, url: str, max_redirect: int) -> None:
         """Fetch one URL, trying again on network errors, and queue what it leads to."""
-        tries = 0
-        while True:
-            tries += 1
+        for tries in range(1, self.max_tries + 1):
             try:
                 response = await self.request(url)  # suspends: until the whole response is in
                 break
             except NETWORK_ERRORS as exc:
-                if self.give_up(tries, exc):
-                    self.record_failure(url, tries, exc)
+                if self.failed_try(url, tries, exc):  # the last try: url is recorded as failed
                     return
-                self.retrying(url, tries, exc)
         for item in self.record_response(url, max_redirect, response, tries):
             self.q.put_nowait(item)
 

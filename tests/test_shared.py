@@ -350,6 +350,15 @@ def test_a_robots_txt_that_failed_allows_everything() -> None:
     assert crawler.begin("http://h/anything")
 
 
+def test_a_failed_try_is_recorded_only_when_it_was_the_last() -> None:
+    crawler = BaseCrawler(["http://h/"], Options(max_tries=2, ignore_robots=True))
+    assert crawler.begin("http://h/")
+    assert not crawler.failed_try("http://h/", 1, ConnectionResetError())
+    assert crawler.done == [] and "http://h/" in crawler.in_flight
+    assert crawler.failed_try("http://h/", 2, ConnectionResetError())
+    assert crawler.done == [FetchStatistic("http://h/", error="ConnectionResetError", tries=2)]
+
+
 def certificate_failure() -> ssl.SSLCertVerificationError:
     return ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify")
 
