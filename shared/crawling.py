@@ -217,6 +217,17 @@ class BaseCrawler:
         """
         return tries >= self.max_tries or certificate_error(exc) is not None
 
+    def record_bug(self, url: str, exc: Exception) -> None:
+        """Record an exception nobody foresaw while fetching url: log its traceback, one try.
+
+        A bug in the crawler, or a page that breaks the link parser (--fail-on makes
+        one): the URL gets an error record and the crawl goes on.  What the logged
+        traceback shows is each stage's lesson: the whole chain of coroutines in stages
+        2 and 3, only the event loop and one callback in stage 1 (stack ripping).
+        """
+        LOGGER.error("while fetching %r", url, exc_info=exc)
+        self.record_failure(url, 1, exc)
+
     def failed_try(self, url: str, tries: int, exc: BaseException) -> bool:
         """Note a failed try of url; return True if it was the last, url then recorded as failed.
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 
 from shared import interrupt
-from shared.crawling import LOGGER, BaseCrawler, Options
+from shared.crawling import BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
 from shared.resolver import Resolver
@@ -264,11 +264,10 @@ class Crawler(BaseCrawler):
         fetcher = getattr(callback, "__self__", None)
         if not isinstance(fetcher, Fetcher) or fetcher.url not in self.fetchers:
             raise exc
-        # Stack ripping, for all to see: this traceback starts in the loop and shows
-        # the callback, but not work() or fetch(), which set the chain going.
-        LOGGER.error("while fetching %r", fetcher.url, exc_info=exc)
         fetcher.close()
-        self.record_failure(fetcher.url, 1, exc)  # tries=1, as stage 3 records it
+        # Stack ripping, for all to see: the traceback it logs starts in the loop and
+        # shows the callback, but not work() or fetch(), which set the chain going.
+        self.record_bug(fetcher.url, exc)
         self.finished(fetcher, [])
 
 

@@ -14,7 +14,7 @@ import ssl
 from collections.abc import Sequence
 
 from shared import interrupt
-from shared.crawling import LOGGER, BaseCrawler, Options
+from shared.crawling import BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
 from shared.resolver import Resolver
@@ -64,9 +64,8 @@ class Crawler(BaseCrawler):
                     yield from self.fetch(url, max_redirect)
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
-                # traceback shows the whole coroutine chain, no stack ripping here.
-                LOGGER.exception("while fetching %r", url)
-                self.record_failure(url, 1, exc)
+                # traceback it logs shows the whole coroutine chain, no stack ripping here.
+                self.record_bug(url, exc)
             finally:
                 self.q.task_done()
 

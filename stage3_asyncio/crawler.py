@@ -15,7 +15,7 @@ import aiohttp
 from yarl import URL
 
 from shared import USER_AGENT, interrupt
-from shared.crawling import LOGGER, BaseCrawler, Options
+from shared.crawling import BaseCrawler, Options
 from shared.report import CrawlResult
 from shared.responses import MAX_BODY, Response
 from shared.trace import trace_coroutines
@@ -67,9 +67,8 @@ class Crawler(BaseCrawler):
                     await self.fetch(url, max_redirect)
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
-                # traceback shows the whole coroutine chain, no stack ripping here.
-                LOGGER.exception("while fetching %r", url)
-                self.record_failure(url, 1, exc)
+                # traceback it logs shows the whole coroutine chain, no stack ripping here.
+                self.record_bug(url, exc)
             finally:
                 self.q.task_done()
 
