@@ -19,10 +19,12 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import ClassVar
 
 from shared.links import parse_links
 from shared.report import CrawlResult, FetchStatistic, Progress
+from shared.resolver import Resolver
 from shared.responses import (
     MAX_BODY,
     Response,
@@ -133,6 +135,14 @@ class BaseCrawler:
                 " site can pretend to be it"
             )
         self.t0 = time.monotonic()
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        """Name resolution, once per host, for the hand-made stages 1 and 2.
+
+        Made on first use: stage 3 never asks, aiohttp resolves names for it.
+        """
+        return Resolver()
 
     def now(self) -> float:
         """Seconds since the crawl began."""

@@ -20,7 +20,6 @@ from shared import interrupt
 from shared.crawling import BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
-from shared.resolver import Resolver
 from shared.responses import Response
 from shared.tls import WOULD_BLOCK, tls_socket
 from stage1_callbacks.loop import Callback, EventLoop, TimerHandle
@@ -187,7 +186,6 @@ class Crawler(BaseCrawler):
         self.q: deque[tuple[str, int]] = deque(self.start_items())
         self.fetchers: dict[str, Fetcher] = {}  # url -> its Fetcher, while in flight
         self.parked: dict[str, list[tuple[str, int]]] = {}  # robots.txt URL -> pages waiting
-        self.resolver = Resolver()
         self.interrupted = False
         with interrupt.caught() as ctrl_c:
             if ctrl_c:  # Ctrl-C wakes the loop through a socket; cancel() runs as a callback

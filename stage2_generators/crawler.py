@@ -17,7 +17,6 @@ from shared import interrupt
 from shared.crawling import BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
-from shared.resolver import Resolver
 from shared.responses import Response
 from shared.tls import tls_socket
 from stage2_generators.futures import CancelledError, Coroutine
@@ -41,7 +40,6 @@ class Crawler(BaseCrawler):
         self.q: Queue[tuple[str, int]] = Queue()
         for item in self.start_items():
             self.q.put_nowait(item)
-        self.resolver = Resolver()
         self.robots_tasks: dict[str, Task[None]] = {}  # robots.txt URL -> the Task fetching it
         workers = [Task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)]
         try:
