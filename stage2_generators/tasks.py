@@ -7,14 +7,12 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, TypeVar
 
 from .futures import CancelledError, Coroutine, Future
 from .loop import get_event_loop
 
 T = TypeVar("T")
-_task_numbers = itertools.count(1)
 
 
 class Task(Future[T]):
@@ -26,7 +24,9 @@ class Task(Future[T]):
     def __init__(self, coro: Coroutine[T], name: str | None = None) -> None:
         super().__init__()
         self._coro = coro
-        self.name = name or f"Task-{next(_task_numbers)}"  # as asyncio names them
+        # asyncio names a task it is given no name for Task-1, Task-2 ...; ours takes the name
+        # of its coroutine (work, fetch, request), which says more in a --trace line.
+        self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
         self._waiting_on: Future[Any] | None = None
@@ -117,7 +117,7 @@ def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
     """Run `coro` as a Task and return its result; after `timeout` s cancel it: TimeoutError."""
     # The cancelled coroutine stops at its pause and runs its finally blocks, so a stuck read
     # unregisters its socket before TimeoutError reaches the caller.
-    task = Task(coro, name=getattr(coro, "__name__", None))
+    task = Task(coro)  # named after its coroutine, as every task given no name
     timed_out = False
 
     def on_timeout() -> None:
