@@ -1,14 +1,6 @@
 """``python -m stage1_callbacks [ROOT ...]``: crawl with callbacks on a hand-made event loop."""
 
-import sys
-
 from shared import interrupt
 
 if __name__ == "__main__":
-    # First of all, before the slow imports: from here on a Ctrl-C is news for the crawl
-    # (see shared/interrupt.py), not a KeyboardInterrupt raised wherever Python happens to be.
-    with interrupt.taken_over():
-        from shared.cli import main
-        from stage1_callbacks.crawler import crawl
-
-        sys.exit(main("stage1_callbacks", crawl))
+    interrupt.run_stage("stage1_callbacks")  # takes Ctrl-C over before anything slow is imported

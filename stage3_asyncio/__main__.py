@@ -1,14 +1,6 @@
 """``python -m stage3_asyncio [ROOT ...]``: crawl with asyncio and aiohttp."""
 
-import sys
-
 from shared import interrupt
 
 if __name__ == "__main__":
-    # First of all, before the slow imports: from here on a Ctrl-C is news for the crawl
-    # (see shared/interrupt.py), not a KeyboardInterrupt raised wherever Python happens to be.
-    with interrupt.taken_over():
-        from shared.cli import main
-        from stage3_asyncio.crawler import crawl
-
-        sys.exit(main("stage3_asyncio", crawl))
+    interrupt.run_stage("stage3_asyncio")  # takes Ctrl-C over before anything slow is imported
