@@ -17,10 +17,12 @@ import logging
 import ssl
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 from shared.links import parse_links
 from shared.report import CrawlResult, FetchStatistic, Progress
@@ -59,12 +61,15 @@ class Options:
     cafile: str | None = None
     ignore_robots: bool = False
     trace: bool = False
+    max_per_host: int | None = None  # None: a host may have all --max-tasks fetches
 
     def __post_init__(self) -> None:
         """Reject settings no crawl can run with, saying what to use instead."""
         for name, low in (("max_tasks", 1), ("max_redirect", 0), ("max_tries", 1)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low} (got {getattr(self, name)})")
+        if self.max_per_host is not None and self.max_per_host < 1:
+            raise ValueError(f"max_per_host must be >= 1 (got {self.max_per_host})")
         if self.timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds (got {self.timeout})")
         if self.max_pages is not None and self.max_pages < 1:
@@ -88,6 +93,16 @@ def root_url(root: str) -> str:
     return url
 
 
+def host_key(url: str) -> str:
+    """Return the host that per-host limits count url under: its name, ports apart.
+
+    As in the scope rule (shared/urls.py), a port does not make another host: the
+    pages of example.com:8080 and example.com share one server, so they share one
+    --max-per-host.
+    """
+    return urlsplit(url).hostname or ""
+
+
 def describe(exc: BaseException) -> str:
     """Return an error message for a record: the exception's type and text.
 
@@ -108,6 +123,11 @@ class BaseCrawler:
     later pages of the origin wait for that fetch.  Then the stage calls
     :meth:`begin`, fetches, and reports the outcome with :meth:`record_response`
     (which returns the pairs to queue next) or :meth:`record_failure`.
+
+    With --max-per-host, a stage first waits, each in its own style, until the URL's
+    host (:func:`host_key`) has fewer than ``max_per_host`` fetches in flight, robots.txt
+    fetches included; only then does it call :meth:`begin`, so a URL waiting for its
+    host is never counted in flight.
     """
 
     stage: ClassVar[str] = "base"
@@ -118,6 +138,10 @@ class BaseCrawler:
         self.max_tasks = options.max_tasks
         self.max_redirect = options.max_redirect
         self.max_tries = options.max_tries
+        # Without --max-per-host a host may have every fetch in flight: --max-tasks is
+        # then the per-host limit, one that never binds, and no stage needs a special case.
+        self.max_per_host = options.max_per_host or options.max_tasks
+        self.host_load: Counter[str] = Counter()  # host -> fetches in flight to it
         self.roots = list(dict.fromkeys(root_url(root) for root in roots))
         self.rules = UrlRules(self.roots, strict=options.strict, exclude=options.exclude)
         self.seen_urls: set[str] = set(self.roots)
@@ -172,6 +196,7 @@ class BaseCrawler:
         self.robots_rules.pending.add(url)
         self.seen_urls.add(url)  # a link to it, found later, does not fetch it again
         self.in_flight[url] = self.now()
+        self.host_load[host_key(url)] += 1
 
     def begin(self, url: str) -> bool:
         """Claim a URL for fetching, once its origin's robots.txt is known; False to skip it.
@@ -192,7 +217,16 @@ class BaseCrawler:
                 return False
         self.requested += 1
         self.in_flight[url] = self.now()
+        self.host_load[host_key(url)] += 1
         return True
+
+    def host_full(self, url: str) -> bool:
+        """Tell whether url's host has --max-per-host fetches in flight already.
+
+        Stage 1 asks this before it starts a fetch; stages 2 and 3 count with a Queue
+        of tokens and a Semaphore of their own, and wait on those instead.
+        """
+        return self.host_load[host_key(url)] >= self.max_per_host
 
     def handshake_done(self, url: str, sock: ssl.SSLSocket) -> None:
         """Log a finished TLS handshake (stages 1 and 2; aiohttp does stage 3's unseen)."""
@@ -209,7 +243,10 @@ class BaseCrawler:
     def record(self, stat: FetchStatistic) -> None:
         """Keep a finished URL's record and its place on the timeline."""
         end = self.now()
-        self.timeline.append((stat.url, self.in_flight.pop(stat.url, end), end))
+        start = self.in_flight.pop(stat.url, None)
+        if start is not None:  # it was in flight, not skipped before it began
+            self.host_load[host_key(stat.url)] -= 1
+        self.timeline.append((stat.url, end if start is None else start, end))
         self.done.append(stat)
         if self.progress is not None:
             queued = len(self.seen_urls) - len(self.done) - len(self.in_flight)

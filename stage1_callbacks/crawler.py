@@ -12,12 +12,12 @@ import contextlib
 import os
 import socket
 import ssl
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 
 from shared import interrupt
-from shared.crawling import BaseCrawler, Options
+from shared.crawling import BaseCrawler, Options, host_key
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
 from shared.responses import Response
@@ -186,6 +186,7 @@ class Crawler(BaseCrawler):
         self.q: deque[tuple[str, int]] = deque(self.start_items())
         self.fetchers: dict[str, Fetcher] = {}  # url -> its Fetcher, while in flight
         self.parked: dict[str, list[tuple[str, int]]] = {}  # robots.txt URL -> pages waiting
+        self.host_lines: dict[str, deque[tuple[str, int]]] = defaultdict(deque)  # host -> URLs
         self.interrupted = False
         with interrupt.caught() as ctrl_c:
             if ctrl_c:  # Ctrl-C wakes the loop through a socket; cancel() runs as a callback
@@ -208,11 +209,28 @@ class Crawler(BaseCrawler):
         # fetch that finishes calls work() again, to start the next ones.
         while self.q and len(self.fetchers) < self.max_tasks:
             url, max_redirect = self.q.popleft()
+            if not self.host_slot(url, max_redirect):
+                continue  # its host has --max-per-host fetches in flight: it waits in line
             robots_url = self.robots_txt(url)
-            if robots_url is not None:
+            if robots_url is not None:  # park() may start robots.txt's fetch: it has room
                 self.park(robots_url, url, max_redirect)
             elif self.begin(url):
                 self.fetch(url, max_redirect)
+
+    def host_slot(self, url: str, max_redirect: int) -> bool:
+        """Tell whether url's host has a free --max-per-host slot; if not, line url up for one."""
+        # Stages 2 and 3 wait on a Queue of tokens or a Semaphore, whose release wakes the
+        # next waiter.  Callbacks cannot wait, so URLs of a full host are kept aside in the
+        # host's line, and woken one at a time: by finished(), when a fetch of the host
+        # ends, and here, by each URL that finds a slot free, in case it does not use it
+        # after all (robots.txt forbids it, say): then the next in line may.
+        line = self.host_lines[host_key(url)]
+        if self.host_full(url):
+            line.append((url, max_redirect))
+            return False
+        if line:
+            self.q.appendleft(line.popleft())  # it comes back here next, and may find room
+        return True
 
     def park(self, robots_url: str, url: str, max_redirect: int) -> None:
         """Keep a page aside until its origin's robots.txt is in; the first one fetches it."""
@@ -238,6 +256,8 @@ class Crawler(BaseCrawler):
         self.q.extend(items)
         # If it was a robots.txt, the pages parked for it go back to the front of the queue.
         self.q.extendleft(reversed(self.parked.pop(fetcher.url, [])))
+        if line := self.host_lines.get(host_key(fetcher.url)):  # a slot of its host is free
+            self.q.appendleft(line.popleft())
         self.work()
 
     def cancel(self) -> None:
@@ -248,6 +268,7 @@ class Crawler(BaseCrawler):
         self.interrupted = True
         self.q.clear()
         self.parked.clear()
+        self.host_lines.clear()
         for fetcher in self.fetchers.values():
             fetcher.close()  # the same way out as every try: timer cancelled, socket closed
         self.fetchers.clear()

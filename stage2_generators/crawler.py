@@ -14,7 +14,7 @@ import ssl
 from collections.abc import Sequence
 
 from shared import interrupt
-from shared.crawling import BaseCrawler, Options
+from shared.crawling import BaseCrawler, Options, host_key
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
 from shared.responses import Response
@@ -41,6 +41,7 @@ class Crawler(BaseCrawler):
         for item in self.start_items():
             self.q.put_nowait(item)
         self.robots_tasks: dict[str, Task[None]] = {}  # robots.txt URL -> the Task fetching it
+        self.host_slots: dict[str, Queue[None]] = {}  # host -> a token per fetch it may have
         workers = [Task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)]
         try:
             yield from self.q.join()  # suspends: until task_done() matched every put
@@ -56,7 +57,9 @@ class Crawler(BaseCrawler):
         """Take URLs from the queue and fetch them, forever (until cancelled)."""
         while True:
             url, max_redirect = yield from self.q.get()  # suspends: until a URL is queued
+            slots = yield from self.host_slot(url)  # suspends: while its host has no slot free
             try:
+                # If this page must fetch its origin's robots.txt, it does so in this slot.
                 yield from self.robots(url)  # suspends: until the origin's robots.txt is known
                 if self.begin(url):
                     yield from self.fetch(url, max_redirect)
@@ -65,7 +68,21 @@ class Crawler(BaseCrawler):
                 # traceback it logs shows the whole coroutine chain, no stack ripping here.
                 self.record_bug(url, exc)
             finally:
+                slots.put_nowait(None)  # the host's token goes back, for its next fetch
                 self.q.task_done()
+
+    def host_slot(self, url: str) -> Coroutine[Queue[None]]:
+        """Take one of the --max-per-host slots of url's host, waiting for one; return them."""
+        # A host's slots are a Queue holding a token for each: taking one waits while the
+        # Queue is empty, and work() puts it back when the URL is done.  A Queue of tokens
+        # is a semaphore: stage 3 uses asyncio's, acquire() and release().
+        host = host_key(url)
+        if host not in self.host_slots:
+            self.host_slots[host] = Queue()
+            for _ in range(self.max_per_host):
+                self.host_slots[host].put_nowait(None)
+        yield from self.host_slots[host].get()  # suspends: until the host has a token left
+        return self.host_slots[host]
 
     def robots(self, url: str) -> Coroutine[None]:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""

@@ -15,7 +15,7 @@ import aiohttp
 from yarl import URL
 
 from shared import USER_AGENT, interrupt
-from shared.crawling import BaseCrawler, Options
+from shared.crawling import BaseCrawler, Options, host_key
 from shared.report import CrawlResult
 from shared.responses import MAX_BODY, Response
 from shared.trace import trace_coroutines
@@ -39,6 +39,7 @@ class Crawler(BaseCrawler):
         # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
         connector = aiohttp.TCPConnector(limit=self.max_tasks, ssl=self.ssl_context)
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
+        self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
         headers = {"User-Agent": USER_AGENT}
         async with aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=headers
@@ -61,7 +62,9 @@ class Crawler(BaseCrawler):
         """Take URLs from the queue and fetch them, forever (until cancelled)."""
         while True:
             url, max_redirect = await self.q.get()  # suspends: until a URL is queued
+            slots = await self.host_slot(url)  # suspends: while its host has no slot free
             try:
+                # If this page must fetch its origin's robots.txt, it does so in this slot.
                 await self.robots(url)  # suspends: until the origin's robots.txt is known
                 if self.begin(url):
                     await self.fetch(url, max_redirect)
@@ -70,7 +73,18 @@ class Crawler(BaseCrawler):
                 # traceback it logs shows the whole coroutine chain, no stack ripping here.
                 self.record_bug(url, exc)
             finally:
+                slots.release()  # the host's slot is free again, for its next fetch
                 self.q.task_done()
+
+    async def host_slot(self, url: str) -> asyncio.Semaphore:
+        """Take one of the --max-per-host slots of url's host, waiting for one; return them."""
+        # aiohttp's TCPConnector(limit_per_host=...) would count connections per host and
+        # port; we count fetches per host name, robots.txt's too, as stages 1 and 2 do.
+        host = host_key(url)
+        if host not in self.host_slots:
+            self.host_slots[host] = asyncio.Semaphore(self.max_per_host)
+        await self.host_slots[host].acquire()  # suspends: until the host has a slot free
+        return self.host_slots[host]
 
     async def robots(self, url: str) -> None:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""
