@@ -18,7 +18,7 @@ from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 
 from shared import interrupt
 from shared.crawling import BaseCrawler, Options, host_key
-from shared.httpwire import ResponseParser, WireError, request_bytes
+from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
 from shared.report import CrawlResult
 from shared.responses import Response
 from shared.tls import WOULD_BLOCK, tls_socket
@@ -135,7 +135,7 @@ class Fetcher:
             # Nothing more for now.  The socket stays registered with this very
             # callback, so the loop calls it again when more bytes arrive.
             return
-        except (OSError, WireError) as exc:
+        except NETWORK_ERRORS as exc:
             self._fail(exc)
             return
         self._succeed(self.parser.response())

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from shared import interrupt
 from shared.crawling import BaseCrawler, Options, host_key
-from shared.httpwire import ResponseParser, WireError, request_bytes
+from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
 from shared.report import CrawlResult
 from shared.responses import Response
 from shared.tls import tls_socket
@@ -24,10 +24,6 @@ from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
 from stage2_generators.tasks import Task, wait_for
-
-# What a try can fail with: refused, reset, unknown host, a TLS failure (all OSError), the
-# timeout, and a response that is not valid HTTP or ends too soon (WireError).
-NETWORK_ERRORS = (OSError, WireError)
 
 
 class Crawler(BaseCrawler):
