@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from .futures import CancelledError, Coroutine, Future
+from .futures import CancelledError, Coroutine, Future, wake_all
 from .loop import get_event_loop
 
 T = TypeVar("T")
@@ -101,16 +101,11 @@ class Task(Future[T]):
 def sleep(delay: float) -> Coroutine[None]:
     """Pause the calling coroutine for `delay` seconds while others run."""
     fut: Future[None] = Future()
-    handle = get_event_loop().call_later(delay, _wake_sleeper, fut)
+    handle = get_event_loop().call_later(delay, wake_all, [fut])  # the timer wakes the sleeper
     try:
         yield from fut  # suspends: waits for the timer
     finally:
         handle.cancel()  # on cancel, do not leave the timer behind
-
-
-def _wake_sleeper(fut: Future[None]) -> None:
-    if not fut.done():  # the sleeper may have been cancelled just before the timer fired
-        fut.set_result(None)
 
 
 def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
