@@ -62,6 +62,7 @@ class Options:
     ignore_robots: bool = False
     trace: bool = False
     max_per_host: int | None = None  # None: a host may have all --max-tasks fetches
+    delay: float = 0.0  # seconds between the starts of two requests to one host
 
     def __post_init__(self) -> None:
         """Reject settings no crawl can run with, saying what to use instead."""
@@ -70,6 +71,8 @@ class Options:
                 raise ValueError(f"{name} must be >= {low} (got {getattr(self, name)})")
         if self.max_per_host is not None and self.max_per_host < 1:
             raise ValueError(f"max_per_host must be >= 1 (got {self.max_per_host})")
+        if self.delay < 0:
+            raise ValueError(f"delay must be >= 0 seconds (got {self.delay})")
         if self.timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds (got {self.timeout})")
         if self.max_pages is not None and self.max_pages < 1:
@@ -142,6 +145,7 @@ class BaseCrawler:
         # then the per-host limit, one that never binds, and no stage needs a special case.
         self.max_per_host = options.max_per_host or options.max_tasks
         self.host_load: Counter[str] = Counter()  # host -> fetches in flight to it
+        self.next_start: dict[str, float] = {}  # host -> when --delay lets its next request go
         self.roots = list(dict.fromkeys(root_url(root) for root in roots))
         self.rules = UrlRules(self.roots, strict=options.strict, exclude=options.exclude)
         self.seen_urls: set[str] = set(self.roots)
@@ -227,6 +231,21 @@ class BaseCrawler:
         of tokens and a Semaphore of their own, and wait on those instead.
         """
         return self.host_load[host_key(url)] >= self.max_per_host
+
+    def delay_before(self, url: str) -> float:
+        """Book the start of a request to url's host; return the seconds to wait for it.
+
+        --delay S keeps at least S seconds between the starts of two requests to one
+        host, tries again included: a crawler's politeness towards other people's
+        sites.  Each request books the first start free, S after the one booked before
+        it, so requests that wait together go one after the other.  0 without --delay.
+        """
+        if not self.options.delay:
+            return 0.0
+        host, now = host_key(url), self.now()
+        start = max(now, self.next_start.get(host, now))
+        self.next_start[host] = start + self.options.delay
+        return start - now
 
     def handshake_done(self, url: str, sock: ssl.SSLSocket) -> None:
         """Log a finished TLS handshake (stages 1 and 2; aiohttp does stage 3's unseen)."""

@@ -160,7 +160,7 @@ class Fetcher:
         if self.crawler.failed_try(self.url, self.tries, exc):
             self.crawler.finished(self, [])
         else:
-            self.start()  # a new socket: a half-used connection is never reused
+            self.crawler.polite(self)  # a new socket: a half-used connection is never reused
 
     def close(self) -> None:
         """End the current try: cancel its timer, unregister and close its socket."""
@@ -244,11 +244,16 @@ class Crawler(BaseCrawler):
     def fetch(self, url: str, max_redirect: int) -> None:
         """Start fetching one URL; from here on, its Fetcher's callbacks carry it."""
         fetcher = self.fetchers[url] = Fetcher(self, url, max_redirect)
+        self.polite(fetcher)
+
+    def polite(self, fetcher: Fetcher) -> None:
+        """Start fetcher's next try once --delay lets a request to its host start: a timer."""
         # Started from the loop, not from here: then every step of every fetch runs
         # as a loop callback, under the loop's exception handler, and a fetch that
         # fails at once cannot call work() from inside work().  Until it starts, its
-        # timer is the start itself, so that close() can cancel that too.
-        fetcher.timer = self.loop.call_soon(fetcher.start)
+        # timer is the start itself, so that close() can cancel that too.  Without
+        # --delay the timer is due at once, as call_soon would schedule it.
+        fetcher.timer = self.loop.call_later(self.delay_before(fetcher.url), fetcher.start)
 
     def finished(self, fetcher: Fetcher, items: list[tuple[str, int]]) -> None:
         """Take a finished Fetcher out of flight, queue what it found, start more fetches."""

@@ -23,7 +23,7 @@ from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
-from stage2_generators.tasks import Task, wait_for
+from stage2_generators.tasks import Task, sleep, wait_for
 
 
 class Crawler(BaseCrawler):
@@ -94,6 +94,7 @@ class Crawler(BaseCrawler):
         """Fetch one URL, trying again on network errors, and queue what it leads to."""
         for tries in range(1, self.max_tries + 1):
             try:
+                yield from self.polite(url)  # suspends: until --delay lets the request go
                 # suspends: until the whole response is in, or the timeout cancels request()
                 response = yield from wait_for(self.request(url), self.options.timeout)
                 break
@@ -102,6 +103,11 @@ class Crawler(BaseCrawler):
                     return
         for item in self.record_response(url, max_redirect, response, tries):
             self.q.put_nowait(item)
+
+    def polite(self, url: str) -> Coroutine[None]:
+        """Wait until --delay lets a request to url's host start; at once without --delay."""
+        if delay := self.delay_before(url):
+            yield from sleep(delay)  # suspends: until the host's turn comes
 
     def request(self, url: str) -> Coroutine[Response]:
         """GET a URL on a new connection and read the response, up to the size cap."""

@@ -102,6 +102,7 @@ class Crawler(BaseCrawler):
         """Fetch one URL, trying again on network errors, and queue what it leads to."""
         for tries in range(1, self.max_tries + 1):
             try:
+                await self.polite(url)  # suspends: until --delay lets the request go
                 response = await self.request(url)  # suspends: until the whole response is in
                 break
             except NETWORK_ERRORS as exc:
@@ -109,6 +110,11 @@ class Crawler(BaseCrawler):
                     return
         for item in self.record_response(url, max_redirect, response, tries):
             self.q.put_nowait(item)
+
+    async def polite(self, url: str) -> None:
+        """Wait until --delay lets a request to url's host start; at once without --delay."""
+        if delay := self.delay_before(url):
+            await asyncio.sleep(delay)  # suspends: until the host's turn comes
 
     async def request(self, url: str) -> Response:
         """GET a URL (redirects not followed) and read its body, up to the size cap."""

@@ -8,6 +8,7 @@ own oracle (``Site.expected``), never from another crawler's output.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -180,6 +181,18 @@ def test_without_max_per_host_one_host_may_see_every_fetch(stage: ModuleType) ->
     """The limit above is not the site's own shape: unlimited, a host sees more than 2."""
     site = crawl_three_hosts(stage, Options(max_tasks=6))
     assert max(site.max_in_flight_by_host.values()) > 2
+
+
+def test_delay_spaces_the_requests_to_one_host(stage: ModuleType) -> None:
+    """--delay 0.1: the server sees each request start at least ~0.1 s after the one before."""
+    site = Site(pages=8, traps=False)
+    with serve(site) as base_url:
+        result = stage.crawl([base_url], Options(max_tasks=4, delay=0.1))
+        assert_matches_oracle(result, site.expected(base_url))
+    arrived = sorted(when for when, _, _ in site.arrivals)
+    assert len(arrived) == len(result.fetches)  # robots.txt's request too
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrived)]
+    assert min(gaps) >= 0.08  # 0.1 s, less what the network may shift an arrival by
 
 
 @pytest.mark.parametrize("max_pages", [1, 7, 50])

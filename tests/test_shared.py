@@ -370,6 +370,19 @@ def test_a_host_is_full_with_max_per_host_fetches_in_flight_robots_included() ->
     assert unlimited.max_per_host == 3  # without --max-per-host a host may have every task
 
 
+def test_delay_books_each_start_s_after_the_one_before_on_its_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    crawler = BaseCrawler(["http://h/"], Options(delay=0.5))
+    monkeypatch.setattr(crawler, "now", lambda: 10.0)
+    waits = [crawler.delay_before(url) for url in ("http://h/a", "http://h:8/b", "http://h/c")]
+    assert waits == [0.0, 0.5, 1.0]  # three requests at once go one after the other
+    assert crawler.delay_before("http://other/") == 0.0  # each host has its own turns
+    monkeypatch.setattr(crawler, "now", lambda: 12.0)
+    assert crawler.delay_before("http://h/d") == 0.0  # the last booked start is long past
+    assert BaseCrawler(["http://h/"]).delay_before("http://h/") == 0.0  # no --delay
+
+
 def test_a_failed_try_is_recorded_only_when_it_was_the_last() -> None:
     crawler = BaseCrawler(["http://h/"], Options(max_tries=2, ignore_robots=True))
     assert crawler.begin("http://h/")
@@ -525,12 +538,20 @@ def test_command_line_builds_options() -> None:
             "7",
             "--max-per-host",
             "2",
+            "--delay",
+            "0.5",
             "-q",
         ],
     )
     assert args.roots == ["h.example"]
     assert options == Options(
-        max_tasks=3, exclude="a+", strict=False, timeout=2.5, max_pages=7, max_per_host=2
+        max_tasks=3,
+        exclude="a+",
+        strict=False,
+        timeout=2.5,
+        max_pages=7,
+        max_per_host=2,
+        delay=0.5,
     )
     _, options = parse_args("x", ["--insecure", "--ignore-robots"])
     assert options == Options(insecure=True, ignore_robots=True)
@@ -548,6 +569,7 @@ def test_command_line_builds_options() -> None:
         (["--cafile", "/nonexistent/ca.pem"], "--cafile /nonexistent/ca.pem: cannot load it"),
         (["--cafile", __file__], "--cafile"),
         (["--max-per-host", "0"], "max_per_host must be >= 1 (got 0)"),
+        (["--delay", "-1"], "delay must be >= 0 seconds (got -1.0)"),
         (["--site-pages", "0"], "--site-pages must be >= 1"),
         (["--site-latency", "-1"], "--site-latency must be >= 0 seconds"),
     ],
