@@ -172,3 +172,21 @@ def bench(session: nox.Session) -> None:
     posix_only(session)
     install(session)
     session.run("python", "-m", "shared.bench.bench", *session.posargs)
+
+
+@nox.session(default=False)
+def exercise(session: nox.Session) -> None:
+    """Exercises: `nox -s exercise -- list | start NAME | check NAME | hint NAME | solve NAME`.
+
+    The project itself is not installed here, on purpose: the only copy of the stages
+    a check can import is the workspace's (the tool runs from the repository's root,
+    and puts the workspace on the path of the tests it runs).
+    """
+    session.install(*PYPROJECT["project"]["dependencies"])
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    # Run directly rather than with session.run, to keep the tool's exit status: 1 for a
+    # failed check, 2 for a request it could not carry out (nox would make both 1).
+    python = Path(session.bin, "python")
+    status = subprocess.run([str(python), "-m", "shared.exercises", *session.posargs]).returncode
+    if status:
+        raise SystemExit(status)

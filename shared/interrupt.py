@@ -14,22 +14,18 @@ another way, and stages 1 and 2 copy it with :class:`CtrlC`:
 3. a second Ctrl-C raises KeyboardInterrupt at once, for a crawl that will not stop.
 
 Stage 3 leaves Ctrl-C to asyncio.Runner itself (:func:`left_to_asyncio`).  A stage's
-``__main__`` takes Ctrl-C over (:func:`taken_over`, in :func:`run_stage`) before anything
-else, so that a Ctrl-C while the program imports and starts up is news too, read by the
-loop at its first turn.
+``__main__`` takes Ctrl-C over (:func:`taken_over`) before anything else, so that a Ctrl-C
+while the program imports and starts up is news too, read by the loop at its first turn.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import signal
 import socket
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import NoReturn
 
 
 class PipeClosed(KeyboardInterrupt):
@@ -110,21 +106,6 @@ def taken_over() -> Iterator[None]:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def run_stage(package: str) -> NoReturn:
-    """Run ``python -m STAGE``: take Ctrl-C over first of all, then import the stage and crawl.
-
-    Each stage's ``__main__`` calls this and nothing else, so Ctrl-C is taken over
-    before the slow imports (ssl, the parsers, aiohttp): from then on a Ctrl-C is news
-    for the crawl, not a KeyboardInterrupt raised wherever Python happens to be.  Exits
-    with the status shared.cli.main returns.
-    """
-    with taken_over():
-        from shared.cli import main  # here, once Ctrl-C is ours: it imports the slow part
-
-        crawler = importlib.import_module(f"{package}.crawler")
-        sys.exit(main(package, crawler.crawl))
-
-
 @contextlib.contextmanager
 def caught() -> Iterator[CtrlC | None]:
     """Make Ctrl-C news for a hand-made loop during the block; yield what it must watch.
@@ -133,22 +114,18 @@ def caught() -> Iterator[CtrlC | None]:
     a notebook) one is installed for the block and the previous handler comes back
     after.  Off the main thread no signal can arrive, and None is yielded.
     """
+    global _installed
     if _installed is not None or threading.current_thread() is not threading.main_thread():
         yield _installed
         return
-    previous = signal.getsignal(signal.SIGINT)
+    previous = signal.getsignal(signal.SIGINT)  # None: not set from Python
     ctrl_c = install()
     try:
         yield ctrl_c
     finally:
-        _uninstall(previous)
-
-
-def _uninstall(previous: Callable[[int, FrameType | None], object] | int | None) -> None:
-    global _installed
-    signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
-    if _installed is not None:
-        _installed.close()
+        signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
+        if ctrl_c is not None:
+            ctrl_c.close()
         _installed = None
 
 

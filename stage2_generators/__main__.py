@@ -1,6 +1,6 @@
 """``python -m stage2_generators [ROOT ...]``: crawl with hand-made generator coroutines."""
 
-from shared import interrupt
+from shared import run_stage
 
 if __name__ == "__main__":
-    interrupt.run_stage("stage2_generators")  # takes Ctrl-C over before anything slow is imported
+    run_stage("stage2_generators")  # Ctrl-C is taken over first of all: shared/interrupt.py

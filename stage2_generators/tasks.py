@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, TypeVar
 
 from .futures import CancelledError, Coroutine, Future, wake_all
@@ -111,20 +112,23 @@ def sleep(delay: float) -> Coroutine[None]:
 def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
     """Run `coro` as a Task and return its result; after `timeout` s cancel it: TimeoutError."""
     # The cancelled coroutine stops at its pause and runs its finally blocks, so a stuck read
-    # unregisters its socket before TimeoutError reaches the caller.
+    # unregisters its socket before TimeoutError reaches the caller. We wait on a Future of
+    # our own, which the task resolves when it ends, rather than on the task: a cancellation
+    # of our caller then lands here, never in the task, and cannot pass for the timer's.
+    # (asyncio's wait_for confused the two until Python 3.12: a timeout swallowed a cancel.)
     task = Task(coro)  # named after its coroutine, as every task given no name
-    timed_out = False
-
-    def on_timeout() -> None:
-        nonlocal timed_out
-        timed_out = task.cancel()
-
-    handle = get_event_loop().call_later(timeout, on_timeout)
+    ended: Future[None] = Future()
+    task.add_done_callback(lambda _: wake_all([ended]))
+    handle = get_event_loop().call_later(timeout, task.cancel)
     try:
-        return (yield from task)  # suspends: waits for the task or the timeout
-    except CancelledError as exc:
-        if timed_out:
-            raise TimeoutError(f"timed out after {timeout} s") from exc
-        raise  # we were cancelled ourselves: Task.cancel() passed it on to `task`
+        yield from ended  # suspends: until the task ends, by itself or cancelled by the timer
+    except CancelledError:
+        task.cancel()  # we were cancelled ourselves: so is the task, and it cleans up first
+        with contextlib.suppress(Exception, CancelledError):
+            yield from task  # suspends: until its finally blocks have run
+        raise
     finally:
         handle.cancel()
+    if task.cancelled():  # only the timer cancels it
+        raise TimeoutError(f"timed out after {timeout} s")
+    return task.result()

@@ -1,6 +1,6 @@
 """``python -m stage3_asyncio [ROOT ...]``: crawl with asyncio and aiohttp."""
 
-from shared import interrupt
+from shared import run_stage
 
 if __name__ == "__main__":
-    interrupt.run_stage("stage3_asyncio")  # takes Ctrl-C over before anything slow is imported
+    run_stage("stage3_asyncio")  # Ctrl-C is taken over first of all: shared/interrupt.py

@@ -550,3 +550,30 @@ def test_no_module_in_stage2_imports_asyncio() -> None:
                 continue
             for module in modules:
                 assert module.split(".")[0] != "asyncio", f"{path.name} imports {module}"
+
+
+def test_wait_for_passes_on_its_callers_cancellation_when_the_timer_fires_too(
+    loop: EventLoop,
+) -> None:
+    """The caller cancelled in the very turn its timeout fires: still a cancellation.
+
+    Turned into TimeoutError, the cancellation would be lost: the crawler retries a
+    timed-out request, so a worker cancelled by Ctrl-C would go on crawling.
+    """
+    cleaned: list[str] = []
+
+    def stuck() -> Coroutine[None]:
+        try:
+            yield from sleep(10)
+        finally:
+            cleaned.append("finally")
+
+    def caller() -> Coroutine[None]:
+        yield from wait_for(stuck(), 0.05)
+
+    task = Task(caller())
+    loop.call_later(0.05, task.cancel)  # set first, so due first, in the same turn as the timer
+    with pytest.raises(CancelledError):
+        loop.run_until_complete(task)
+    assert task.cancelled()
+    assert cleaned == ["finally"]  # the request's clean-up ran before the caller ended

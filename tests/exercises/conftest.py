@@ -1,0 +1,224 @@
+"""The exercises' tests: a time limit on every test, and results by task for `check`.
+
+Each test here judges one numbered task of an exercise (`@pytest.mark.task(taskno=N)`).
+This plugin, active for the tests in this folder only, does three things:
+
+- It bounds every test in time.  A student's endless loop, or a select() that nothing
+  will ever wake, becomes a failed test that says so, instead of a check that never
+  ends.  Where there are no POSIX interval timers (Windows), only the whole check's
+  limit applies.
+- Under `python -m shared.exercises check`, which names a results file in the
+  environment, it writes what happened to each test there, one JSON object a line,
+  as it happens: a check stopped from outside keeps what was already written.
+- Under `check` again, it proves that the code under test came from the workspace and
+  not from the repository: it records the file of every module of the crawlers that
+  was imported, and stops the run if one lies outside the workspace.
+
+The names of the environment variables are the tool's (shared/exercises/checking.py),
+written twice because a workspace has this file but not the tool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+RESULTS_ENV = "EXERCISE_RESULTS"  # the file `check` reads the results from
+WORKSPACE_ENV = "EXERCISE_WORKSPACE"  # the workspace every module under test must come from
+TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"  # seconds per test, instead of the default
+DEFAULT_TIME_LIMIT = 20.0
+FIRST_PARTY = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
+HERE = Path(__file__).resolve().parent
+
+
+class TimeLimitExceeded(BaseException):
+    """A test ran past its time limit.
+
+    A BaseException, like KeyboardInterrupt, so that no `except Exception` on the way
+    out swallows it: stage 1's loop hands every Exception of a callback to its handler
+    and carries on, and would carry on looping.
+    """
+
+
+def time_limit() -> float:
+    """The time limit of one test, in seconds."""
+    return float(os.environ.get(TIME_LIMIT_ENV, DEFAULT_TIME_LIMIT))
+
+
+def limit_message(seconds: float) -> str:
+    """What a test that ran too long reports."""
+    return f"took longer than {seconds:g} s: an endless loop, or a wait nothing ends?"
+
+
+@contextlib.contextmanager
+def bounded(seconds: float) -> Iterator[None]:
+    """Raise TimeLimitExceeded in this thread if the block runs longer than ``seconds``.
+
+    SIGALRM interrupts even a select() that blocks: its handler raises, and Python
+    lets the exception out of the call instead of retrying it (PEP 475).
+    """
+    if (
+        not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise TimeLimitExceeded(limit_message(seconds))
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def task_of(item: pytest.Item) -> int | None:
+    """The task number a test is marked with, or None."""
+    marker = item.get_closest_marker("task")
+    if marker is None:
+        return None
+    number = marker.kwargs.get("taskno", marker.args[0] if marker.args else None)
+    return number if isinstance(number, int) else None
+
+
+def record(entry: dict[str, Any]) -> None:
+    """Append one JSON line to the results file, if `check` asked for one."""
+    path = os.environ.get(RESULTS_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(json.dumps(entry) + "\n")
+
+
+def first_party_modules() -> dict[str, str]:
+    """The file of every module of the crawlers imported so far, by module name."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if name.partition(".")[0] in FIRST_PARTY and file:
+            found[name] = str(Path(file).resolve())
+    return found
+
+
+def mine(item: pytest.Item) -> bool:
+    """Tell whether a test belongs to the exercises (this folder), not the main suite."""
+    return HERE in Path(item.path).resolve().parents
+
+
+# The tasks one of whose tests ran out of time, as (test module, task number): the main
+# suite runs every exercise's tests together, and each has its own task 1.
+_timed_out: set[tuple[Path, int]] = set()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """Bound the test's fixtures in time; after a test ran out of time, fail its task's others.
+
+    A task is failed once one of its tests is: running its other tests into the same
+    endless loop would only make the student wait longer for the same answer.
+    """
+    task = task_of(item)
+    if task is not None and (item.path, task) in _timed_out:
+        reason = f"not run: a test of task {task} already {limit_message(time_limit())}"
+        pytest.fail(reason, pytrace=False)
+    with bounded(time_limit()):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Bound the test itself in time."""
+    with bounded(time_limit()):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    """Bound the test's clean-up in time."""
+    with bounded(time_limit()):
+        return (yield)
+
+
+def short_reason(call: pytest.CallInfo[None]) -> str:
+    """The first line of what went wrong, short enough for one line of `check`."""
+    if call.excinfo is None:
+        return ""
+    if call.excinfo.errisinstance((TimeLimitExceeded, pytest.fail.Exception)):
+        text = str(call.excinfo.value)  # its words say it all: no type name before them
+    else:
+        text = call.excinfo.exconly()
+    line = (text.strip().splitlines() or ["?"])[0]
+    return line if len(line) <= 160 else line[:157] + "..."
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[pytest.TestReport]:
+    """Write the outcome of each phase of a test (setup, call, teardown) to the results."""
+    report: pytest.TestReport = yield
+    task = task_of(item)
+    if task is not None and call.excinfo and call.excinfo.errisinstance(TimeLimitExceeded):
+        _timed_out.add((item.path, task))
+    record(
+        {
+            "event": "report",
+            "id": item.nodeid,
+            "task": task,
+            "when": report.when,
+            "outcome": report.outcome,
+            "reason": short_reason(call) if report.outcome != "passed" else "",
+        }
+    )
+    return report
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    """Record a test module that could not be collected (an import error, say), and why."""
+    if report.failed:
+        lines = [line for line in str(report.longrepr).splitlines() if line.strip()]
+        errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+        record({"event": "collect-error", "id": report.nodeid, "reason": (errors or lines)[-1]})
+
+
+def prove_workspace(insist: bool) -> None:
+    """Record where the crawlers' modules came from; if ``insist``, stop on one from elsewhere.
+
+    Under `check` the workspace comes first on sys.path, so this never stops a run
+    that `check` started: it is the proof that the student's code is what was tested.
+    """
+    files = first_party_modules()
+    record({"event": "modules", "files": files})
+    workspace = os.environ.get(WORKSPACE_ENV)
+    if workspace and insist:
+        root = Path(workspace).resolve()
+        strays = [
+            f"{name} ({file})" for name, file in files.items() if root not in Path(file).parents
+        ]
+        if strays:
+            raise pytest.UsageError(f"not imported from the workspace {root}: {', '.join(strays)}")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Record the tests to run and their tasks, and where the code under test came from."""
+    tests = [{"id": item.nodeid, "task": task_of(item)} for item in session.items if mine(item)]
+    record({"event": "collected", "tests": tests})
+    prove_workspace(insist=True)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Record the modules again: a test may import more of the code than its module did."""
+    prove_workspace(insist=False)  # `check` judges these itself

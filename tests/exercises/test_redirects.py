@@ -1,0 +1,347 @@
+"""Exercise redirects: BaseCrawler.record_response, and the redirect coalescing in it.
+
+record_response is shared: every stage hands it each complete response and queues the
+``(url, redirects left)`` pairs it returns.  Task 1 is a page read for its links, Task 2
+the responses that are recorded but never read, Task 3 a redirect followed by the
+crawler itself, Task 4 redirect paths that join, fetched once.
+
+Most tests call record_response directly on a BaseCrawler (no network: nothing is
+fetched, the responses are made up).  The crawls run stage 1 against the test site of
+shared/testsite.py and compare with its oracle; the last one runs every stage.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+import stage1_callbacks
+from shared.crawling import BaseCrawler, Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.responses import Response
+from shared.testsite import Expected, Site, serve
+
+ROOT = "http://127.0.0.1:8080/"  # never contacted: these responses are made up
+HTML = {"content-type": "text/html; charset=utf-8"}
+
+
+def crawler(**options: Any) -> BaseCrawler:
+    """A crawler of ROOT that has fetched nothing yet (robots.txt ignored unless asked)."""
+    options.setdefault("ignore_robots", True)
+    return BaseCrawler([ROOT], Options(**options))
+
+
+def html(*hrefs: str) -> bytes:
+    """An HTML body with a link to each href."""
+    return "".join(f'<p><a href="{href}">{href}</a></p>' for href in hrefs).encode()
+
+
+def record_of(crawler: BaseCrawler, url: str) -> FetchStatistic:
+    """The crawler's one record for url."""
+    records = [stat for stat in crawler.result().fetches if stat.url == url]
+    assert len(records) == 1, f"{len(records)} records for {url}: {records}"
+    return records[0]
+
+
+def redirect(status: int, location: str | None, body: bytes = b"") -> Response:
+    """A redirect response (its body, if any, is HTML that must not be read)."""
+    headers = dict(HTML)
+    if location is not None:
+        headers["location"] = location
+    return Response(status, headers, body)
+
+
+# --- the oracle's view of a record ---------------------------------------------------------
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on order)."""
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        stat.error is not None,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    """The same fields, as the test site's oracle predicts them."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The page set equals the oracle's, and each record agrees with it field by field."""
+    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = [
+        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
+        for url, stat in sorted(result.by_url().items())
+        if fields(stat) != expected_fields(expected[url])
+    ]
+    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
+
+
+# --- Task 1: a page and its links ----------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_a_page_is_recorded_and_its_links_are_queued() -> None:
+    """Each distinct link in scope once, sorted, with a full allowance of redirects."""
+    c = crawler()
+    body = html("/a", "b", "/a#again", "http://other.example/", "mailto:x@other.example")
+    items = c.record_response(ROOT, 10, Response(200, HTML, body), 2)
+    assert items == [(ROOT + "a", 10), (ROOT + "b", 10)]
+    stat = record_of(c, ROOT)
+    assert (stat.status, stat.next_url, stat.error, stat.tries) == (200, None, None, 2)
+    assert (stat.content_type, stat.encoding, stat.size) == ("text/html", "utf-8", len(body))
+    assert (stat.num_urls, stat.num_new_urls) == (2, 2)
+
+
+@pytest.mark.task(taskno=1)
+def test_links_seen_before_are_not_queued_again() -> None:
+    c = crawler()
+    c.record_response(ROOT, 10, Response(200, HTML, html("/a", "/b")), 1)
+    items = c.record_response(ROOT + "a", 10, Response(200, HTML, html("/", "/b", "/c")), 1)
+    assert items == [(ROOT + "c", 10)], "only the link never seen before"
+    stat = record_of(c, ROOT + "a")
+    assert (stat.num_urls, stat.num_new_urls) == (3, 1)
+
+
+@pytest.mark.task(taskno=1)
+def test_a_link_starts_with_the_crawls_allowance_of_redirects() -> None:
+    """The page was reached with 2 redirects left; its links get --max-redirect again."""
+    c = crawler(max_redirect=5)
+    items = c.record_response(ROOT + "moved", 2, Response(200, HTML, html("/next")), 1)
+    assert items == [(ROOT + "next", 5)]
+
+
+@pytest.mark.task(taskno=1)
+def test_the_body_is_decoded_with_its_charset() -> None:
+    """A latin-1 page: the link's é is a latin-1 byte, and becomes %C3%A9 in the URL."""
+    c = crawler()
+    body = '<a href="/caf\xe9">caf\xe9</a>'.encode("latin-1")
+    headers = {"content-type": "text/html; charset=latin-1"}
+    items = c.record_response(ROOT, 10, Response(200, headers, body), 1)
+    assert items == [(ROOT + "caf%C3%A9", 10)]
+    assert record_of(c, ROOT).encoding == "iso8859-1"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_site_of_plain_pages_gives_the_oracles_records() -> None:
+    site = Site(pages=30, traps=False)
+    with serve(site) as base:
+        result = stage1_callbacks.crawl([base], Options(ignore_robots=True))
+        assert_matches_oracle(result, site.expected(base, ignore_robots=True))
+
+
+# --- Task 2: recorded, never read -----------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_an_error_page_is_recorded_and_not_read_for_links() -> None:
+    c = crawler()
+    body = html("/never")
+    assert c.record_response(ROOT + "missing", 10, Response(404, HTML, body), 1) == []
+    stat = record_of(c, ROOT + "missing")
+    assert (stat.status, stat.content_type, stat.size, stat.error) == (
+        404,
+        "text/html",
+        len(body),
+        None,
+    )
+    assert (stat.encoding, stat.num_urls) == (None, 0)
+
+
+@pytest.mark.parametrize(
+    "content_type", ["image/png", "text/plain; charset=utf-8", "application/json", None]
+)
+@pytest.mark.task(taskno=2)
+def test_bodies_of_types_that_are_not_parsed_are_not_read(content_type: str | None) -> None:
+    c = crawler()
+    headers = {"content-type": content_type} if content_type else {}
+    body = b'<a href="/never">not a link here</a>'
+    assert c.record_response(ROOT + "file", 10, Response(200, headers, body), 1) == []
+    stat = record_of(c, ROOT + "file")
+    media_type = content_type.split(";")[0] if content_type else None
+    assert (stat.status, stat.content_type, stat.size) == (200, media_type, len(body))
+    assert (stat.encoding, stat.num_urls) == (None, 0)
+
+
+@pytest.mark.task(taskno=2)
+def test_a_body_too_large_is_recorded_with_an_error() -> None:
+    c = crawler()
+    response = Response(200, HTML, b"", too_large=True)
+    assert c.record_response(ROOT + "huge", 10, response, 1) == []
+    stat = record_of(c, ROOT + "huge")
+    assert stat.status == 200 and stat.content_type == "text/html"
+    assert stat.error is not None, "the record says the body was too large"
+    assert (stat.encoding, stat.num_urls) == (None, 0)
+
+
+@pytest.mark.task(taskno=2)
+def test_a_robots_txt_is_obeyed_and_never_read_for_links() -> None:
+    """Its rules are learned; its body, even as HTML, is never searched for links."""
+    c = crawler(ignore_robots=False)
+    robots = ROOT + "robots.txt"
+    c.begin_robots(robots)
+    body = b"User-agent: *\nDisallow: /private/\n" + html("/from-robots")
+    assert c.record_response(robots, 0, Response(200, HTML, body), 1) == []
+    assert record_of(c, robots).status == 200
+    assert not c.begin(ROOT + "private/page"), "the rules were learned"
+    assert c.begin(ROOT + "public/page")
+
+
+@pytest.mark.task(taskno=2)
+def test_a_robots_txt_that_redirects_is_not_followed() -> None:
+    c = crawler(ignore_robots=False)
+    robots = ROOT + "robots.txt"
+    c.begin_robots(robots)
+    assert c.record_response(robots, 10, redirect(301, "/elsewhere.txt"), 1) == []
+    assert c.begin(ROOT + "any/page"), "a robots.txt that is not a 200 allows everything"
+
+
+@pytest.mark.task(taskno=2)
+def test_robots_txt_and_hostile_pages_give_the_oracles_records() -> None:
+    """robots.txt rules, and a 20 MB body among the hostile pages."""
+    site = Site(pages=12, traps=False, hostile=True, robots="rules")
+    with serve(site) as base:
+        result = stage1_callbacks.crawl([base], Options(timeout=0.5, max_tries=1))
+        assert_matches_oracle(result, site.expected(base, max_tries=1))
+
+
+# --- Task 3: follow a redirect ------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=3)
+def test_a_redirect_is_recorded_with_its_target_and_the_target_is_queued() -> None:
+    """A relative Location, joined to the URL; one redirect fewer; the body not read."""
+    c = crawler()
+    response = redirect(302, "new", html("/never"))
+    assert c.record_response(ROOT + "old", 10, response, 1) == [(ROOT + "new", 9)]
+    stat = record_of(c, ROOT + "old")
+    assert (stat.status, stat.next_url, stat.error, stat.num_urls) == (302, ROOT + "new", None, 0)
+
+
+@pytest.mark.task(taskno=3)
+def test_every_redirect_status_is_followed_to_its_normalised_target() -> None:
+    c = crawler()
+    locations = {
+        300: ("./../land/300", "land/300"),
+        301: (ROOT + "land/301", "land/301"),
+        302: ("../land/302", "land/302"),
+        303: ("/land/303", "land/303"),
+        307: ("//127.0.0.1:8080/land/307", "land/307"),
+        308: ("HTTP://127.0.0.1:8080/land/308#frag", "land/308"),
+    }
+    for status, (location, path) in locations.items():
+        url = f"{ROOT}r/{status}"
+        items = c.record_response(url, 3, redirect(status, location), 1)
+        assert items == [(ROOT + path, 2)], f"{status} to {location!r}"
+        assert record_of(c, url).next_url == ROOT + path
+
+
+@pytest.mark.task(taskno=3)
+def test_a_redirect_with_no_redirects_left_is_recorded_but_not_followed() -> None:
+    c = crawler()
+    assert c.record_response(ROOT + "old", 0, redirect(301, "/new"), 1) == []
+    assert record_of(c, ROOT + "old").next_url == ROOT + "new", "the record still says where"
+
+
+@pytest.mark.task(taskno=3)
+def test_a_redirect_off_the_site_is_recorded_but_not_followed() -> None:
+    c = crawler()
+    away = "http://other.example/elsewhere"
+    assert c.record_response(ROOT + "away", 10, redirect(302, away), 1) == []
+    assert record_of(c, ROOT + "away").next_url == away
+
+
+@pytest.mark.task(taskno=3)
+def test_a_redirect_without_a_location_is_recorded_only() -> None:
+    c = crawler()
+    assert c.record_response(ROOT + "lost", 10, redirect(302, None), 1) == []
+    stat = record_of(c, ROOT + "lost")
+    assert (stat.status, stat.next_url) == (302, None)
+
+
+@pytest.mark.task(taskno=3)
+def test_with_max_redirect_0_every_redirect_is_recorded_and_none_followed(
+    default_site: tuple[Site, str],
+) -> None:
+    site, base = default_site
+    result = stage1_callbacks.crawl([base], Options(max_redirect=0))
+    assert_matches_oracle(result, site.expected(base, max_redirect=0))
+
+
+# --- Task 4: coalesce -------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=4)
+def test_two_redirects_to_one_target_queue_it_once() -> None:
+    """Both are recorded with their target; only the first puts it in the queue."""
+    c = crawler()
+    joined = ROOT + "joined"
+    assert c.record_response(ROOT + "join-a", 10, redirect(301, "/joined"), 1) == [(joined, 9)]
+    assert c.record_response(ROOT + "join-b", 10, redirect(307, "/joined#x"), 1) == []
+    assert record_of(c, ROOT + "join-a").next_url == joined
+    assert record_of(c, ROOT + "join-b").next_url == joined
+
+
+@pytest.mark.task(taskno=4)
+def test_a_redirect_to_a_page_already_seen_queues_nothing() -> None:
+    c = crawler()
+    c.record_response(ROOT, 10, Response(200, HTML, html("/target", "/old")), 1)
+    assert c.record_response(ROOT + "old", 10, redirect(302, "/target"), 1) == []
+    assert c.record_response(ROOT + "target", 9, redirect(302, "/"), 1) == [], "the root too"
+
+
+@pytest.mark.task(taskno=4)
+def test_a_redirect_target_counts_as_seen_for_links_found_later() -> None:
+    c = crawler()
+    c.record_response(ROOT + "old", 10, redirect(301, "/new"), 1)
+    items = c.record_response(ROOT, 10, Response(200, HTML, html("/new", "/other")), 1)
+    assert items == [(ROOT + "other", 10)], "/new is queued already"
+
+
+@pytest.mark.task(taskno=4)
+def test_a_redirect_cycle_ends() -> None:
+    """/r/1 -> /r/2 -> /r/1: the second hop leads back to a URL already seen."""
+    c = crawler()
+    c.record_response(ROOT, 10, Response(200, HTML, html("/r/1", "/r/self")), 1)
+    assert c.record_response(ROOT + "r/1", 10, redirect(302, "/r/2"), 1) == [(ROOT + "r/2", 9)]
+    assert c.record_response(ROOT + "r/2", 9, redirect(302, "1"), 1) == []
+    assert c.record_response(ROOT + "r/self", 10, redirect(302, "/r/self"), 1) == []
+
+
+@pytest.mark.task(taskno=4)
+def test_max_redirect_2_gives_the_oracles_records(default_site: tuple[Site, str]) -> None:
+    """The long chain stops after two hops; the cycle and the joined paths end early."""
+    site, base = default_site
+    result = stage1_callbacks.crawl([base], Options(max_redirect=2))
+    assert_matches_oracle(result, site.expected(base, max_redirect=2))
+
+
+@pytest.mark.task(taskno=4)
+def test_every_stage_fetches_each_url_once_and_gives_the_oracles_records(
+    stage: ModuleType, default_site: tuple[Site, str]
+) -> None:
+    """One record_response for all three crawlers: the same pages, each requested once."""
+    site, base = default_site
+    result = stage.crawl([base], Options())
+    expected = site.expected(base)
+    assert_matches_oracle(result, expected)
+    requested = {base.rstrip("/") + path: n for path, n in site.requests.items()}
+    assert requested == {url: exp.tries for url, exp in expected.items()}

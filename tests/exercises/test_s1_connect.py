@@ -1,0 +1,383 @@
+"""Exercise s1-connect: stage 1's non-blocking connect (Fetcher.start, Fetcher._on_connected).
+
+Task 1 is start(): a try's socket, made non-blocking, its connect begun and left to
+finish while the loop does other things, the try's timer, and _on_connected registered
+as the continuation.  Task 2 is _on_connected(): "writable" says the connect ended,
+SO_ERROR says how.
+
+The Task 1 tests drive one Fetcher on a real EventLoop (the Harness below) and never
+need _on_connected, so they pass as soon as start() is right.  Servers are sockets on
+127.0.0.1 that the tests control, and the test site of shared/testsite.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import socket
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from selectors import EVENT_WRITE
+from typing import Any
+
+import pytest
+
+import stage1_callbacks
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.resolver import Resolver
+from shared.testsite import Expected, ServerTLS, Site, serve
+from stage1_callbacks import crawler as stage1_crawler
+from stage1_callbacks.crawler import Crawler, Fetcher
+from stage1_callbacks.loop import Callback, EventLoop
+
+# --- servers on 127.0.0.1 ---------------------------------------------------------------
+
+
+def closed_port_url() -> str:
+    """Return a URL on a 127.0.0.1 port that nothing listens on (connect is refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[str]:
+    """A socket that listens but never accepts: connects succeed, no answer ever comes."""
+    with socket.create_server(("127.0.0.1", 0), backlog=16) as listener:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+
+
+@contextlib.contextmanager
+def full_listener() -> Iterator[str]:
+    """A listener whose accept queue is full, so that a new connect stays unfinished.
+
+    Nothing ever accepts.  Connections are opened until one stays pending; from then on
+    the kernel drops every new connection request, and a blocking connect() would wait
+    for a long time.  Yields the base URL.
+    """
+    with socket.create_server(("127.0.0.1", 0), backlog=0) as listener:
+        address = listener.getsockname()
+        fillers: list[socket.socket] = []
+        try:
+            for _ in range(64):
+                sock = socket.socket()
+                fillers.append(sock)
+                sock.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    sock.connect(address)
+                _, writable, _ = select.select([], [sock], [], 0.2)
+                if not writable:
+                    break  # this one is left pending: the queue is full
+            else:
+                pytest.fail("could not fill the listener's accept queue")
+            yield f"http://127.0.0.1:{address[1]}/"
+        finally:
+            for sock in fillers:
+                sock.close()
+
+
+@pytest.fixture
+def blocking_calls_time_out() -> Iterator[None]:
+    """A socket left in blocking mode gives up after a second instead of hanging the test."""
+    before = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(1.0)
+    yield
+    socket.setdefaulttimeout(before)
+
+
+# --- no crawl hangs ------------------------------------------------------------------------
+
+CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
+
+
+class CrawlTooLong(BaseException):
+    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
+
+    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
+    can swallow it: the loop lets it through, and the test fails with its message.
+    """
+
+
+@pytest.fixture(autouse=True)
+def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
+
+    class DeadlineLoop(EventLoop):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.call_later(CRAWL_LIMIT_S, self.expire)
+
+        def expire(self) -> None:
+            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+
+    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
+
+
+# --- one Fetcher on a real loop ----------------------------------------------------------
+
+
+class SpyLoop(EventLoop):
+    """An EventLoop that remembers every socket registered with it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sockets: list[socket.socket] = []
+
+    def register(self, sock: socket.socket, events: int, callback: Callback) -> None:
+        if sock not in self.sockets:
+            self.sockets.append(sock)
+        super().register(sock, events, callback)
+
+
+class Harness(Crawler):
+    """A stage 1 Crawler set up as crawl() sets it up, for a test to drive its Fetchers.
+
+    An exception that escapes a callback is kept in ``errors`` (and its Fetcher closed),
+    and ``finished`` starts nothing more: the test decides what runs.
+    """
+
+    def __init__(self, url: str, options: Options) -> None:
+        super().__init__([url], options)
+        self.loop = SpyLoop(self.on_error)
+        self.q: deque[tuple[str, int]] = deque()
+        self.fetchers: dict[str, Fetcher] = {}
+        self.parked: dict[str, list[tuple[str, int]]] = {}
+        self.resolver = Resolver()
+        self.interrupted = False
+        self.errors: list[Exception] = []
+
+    def on_error(self, exc: Exception, callback: Callback) -> None:
+        """Keep an exception that escaped a callback, and end its Fetcher."""
+        self.errors.append(exc)
+        fetcher = getattr(callback, "__self__", None)
+        if isinstance(fetcher, Fetcher):
+            fetcher.close()
+            self.fetchers.pop(fetcher.url, None)
+
+    def add(self, url: str) -> Fetcher:
+        """Make a Fetcher for url and count it in flight, without starting it."""
+        fetcher = self.fetchers[url] = Fetcher(self, url, self.max_redirect)
+        return fetcher
+
+    def finished(self, fetcher: Fetcher, items: list[tuple[str, int]]) -> None:
+        """Take the Fetcher out of flight; start nothing more."""
+        self.fetchers.pop(fetcher.url, None)
+
+    def run(self, limit: float = 3.0) -> bool:
+        """Turn the loop until no Fetcher is in flight; False if ``limit`` seconds ran out.
+
+        Whatever is still in flight then is closed, and so is the loop.
+        """
+        expired: list[bool] = []
+        guard = self.loop.call_later(limit, expired.append, True)
+        try:
+            self.loop.run_until(lambda: not self.fetchers or bool(expired))
+        finally:
+            guard.cancel()
+            for fetcher in list(self.fetchers.values()):
+                fetcher.close()
+            self.loop.close()
+        return not expired
+
+
+def no_errors(crawler: Harness) -> str:
+    """The message for an exception that escaped a callback."""
+    return f"an exception escaped a callback: {crawler.errors!r}"
+
+
+# --- the oracle's view of a record ---------------------------------------------------------
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on order)."""
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        stat.error is not None,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    """The same fields, as the test site's oracle predicts them."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The page set equals the oracle's, and each record agrees with it field by field."""
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = [
+        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
+        for url, stat in sorted(result.by_url().items())
+        if fields(stat) != expected_fields(expected[url])
+    ]
+    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
+
+
+def spy(
+    monkeypatch: pytest.MonkeyPatch, name: str, calls: list[str]
+) -> Callable[[Fetcher, Any, int], None]:
+    """Replace Fetcher.<name> by a wrapper that notes the URL of each call, then runs it."""
+    original = getattr(Fetcher, name)
+
+    def wrapper(self: Fetcher, key: Any, mask: int) -> None:
+        calls.append(self.url)
+        original(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, name, wrapper)
+    return wrapper
+
+
+# --- Task 1: start() ------------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_start_returns_at_once_while_the_connection_is_still_being_made(
+    blocking_calls_time_out: None,
+) -> None:
+    """The server cannot take the connection yet: start() begins it and returns."""
+    with full_listener() as base:
+        crawler = Harness(base, Options(ignore_robots=True, timeout=0.3, max_tries=1))
+        fetcher = crawler.add(base)
+        began = time.monotonic()
+        fetcher.start()
+        took = time.monotonic() - began
+        sock = fetcher.sock
+        assert took < 0.25, (
+            f"start() took {took:.2f} s: it waited for the connection (a blocking socket?)"
+        )
+        assert sock is not None, (
+            "start() kept no socket in self.sock: did connect() raise BlockingIOError, and"
+            " was that taken for a failure? On a non-blocking socket it means 'begun'."
+        )
+        assert not sock.getblocking(), "the socket must be non-blocking: sock.setblocking(False)"
+        crawler.run()
+    assert not crawler.errors, no_errors(crawler)
+    [stat] = crawler.result().fetches
+    # The connection was never made: only the try's timer could end it.
+    assert stat.error is not None and stat.error.startswith("TimeoutError"), stat
+    assert stat.tries == 1
+
+
+@pytest.mark.task(taskno=1)
+def test_start_leaves_on_connected_waiting_for_the_socket_to_be_writable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The continuation: the loop calls _on_connected once the socket is writable."""
+    calls: list[tuple[str, int, int]] = []
+
+    def on_connected(self: Fetcher, key: Any, mask: int) -> None:
+        assert self.sock is not None
+        calls.append((self.url, mask, self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
+        self.close()
+        self.crawler.finished(self, [])
+
+    monkeypatch.setattr(Fetcher, "_on_connected", on_connected)
+    with silent_server() as base:
+        crawler = Harness(base, Options(ignore_robots=True, timeout=1, max_tries=1))
+        crawler.fetch(base, crawler.max_redirect)  # start() runs as a loop callback, as in a crawl
+        crawler.run()
+    assert not crawler.errors, no_errors(crawler)
+    assert calls, (
+        "the loop never called _on_connected: register the socket for EVENT_WRITE with"
+        " self._on_connected"
+    )
+    assert calls == [(base, EVENT_WRITE, 0)]
+
+
+@pytest.mark.task(taskno=1)
+def test_each_try_has_its_own_socket_and_its_own_timer(blocking_calls_time_out: None) -> None:
+    """A try that never connects ends by its timer; the next try starts from nothing."""
+    with full_listener() as base:
+        crawler = Harness(base, Options(ignore_robots=True, timeout=0.2, max_tries=3))
+        crawler.fetch(base, crawler.max_redirect)
+        ended = crawler.run()
+    assert not crawler.errors, no_errors(crawler)
+    assert ended, "no try ended within 3 s: start() must set the try's timer (call_later)"
+    [stat] = crawler.result().fetches
+    assert stat.error is not None and stat.error.startswith("TimeoutError"), stat
+    assert stat.tries == 3, "start() counts each try in self.tries"
+    sockets = crawler.loop.sockets
+    assert len(sockets) == 3, f"{len(sockets)} sockets registered for 3 tries: one per try"
+    assert all(sock.fileno() == -1 for sock in sockets), "every try's socket is closed"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_name_that_does_not_resolve_is_a_failed_try() -> None:
+    """An OSError before the connect has begun ends the try at once, and is tried again."""
+
+    class Unresolvable(Resolver):
+        def resolve(self, url: str) -> Any:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    url = "http://unknown.test/"
+    crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=3))
+    crawler.resolver = Unresolvable()
+    crawler.fetch(url, crawler.max_redirect)
+    crawler.run()
+    assert not crawler.errors, (
+        f"{no_errors(crawler)}: an OSError in start() is a failed try (self._fail)"
+    )
+    [stat] = crawler.result().fetches
+    assert stat.error is not None and stat.error.startswith("gaierror"), stat
+    assert stat.tries == 3
+
+
+# --- Task 2: _on_connected() --------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_a_refused_connect_is_a_failed_try_and_sends_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Writable means the connect ended, not that it succeeded: SO_ERROR tells which."""
+    sent: list[str] = []
+    spy(monkeypatch, "_on_writable", sent)
+    spy(monkeypatch, "_on_handshake", sent)
+    url = closed_port_url()
+    result = stage1_callbacks.crawl([url], Options(max_tries=2, ignore_robots=True))
+    [stat] = result.fetches
+    assert not sent, "a refused connection went on to send the request: check SO_ERROR first"
+    assert stat.status is None and stat.tries == 2, stat
+    assert stat.error is not None and "ConnectionRefusedError" in stat.error, stat
+
+
+@pytest.mark.task(taskno=2)
+def test_a_connect_that_succeeds_goes_on_to_the_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole crawl over http: every record as the test site's oracle predicts it."""
+    connected: list[str] = []
+    spy(monkeypatch, "_on_connected", connected)
+    site = Site(pages=8, traps=False)
+    with serve(site) as base:
+        result = stage1_callbacks.crawl([base], Options(ignore_robots=True))
+        assert_matches_oracle(result, site.expected(base, ignore_robots=True))
+    assert sorted(connected) == sorted(result.urls), "every fetch passed through _on_connected"
+
+
+@pytest.mark.task(taskno=2)
+def test_an_https_connect_goes_on_to_the_tls_handshake(
+    monkeypatch: pytest.MonkeyPatch, test_ca: ServerTLS
+) -> None:
+    """Over https, the connected socket is wrapped in TLS and the handshake comes next."""
+    handshakes: list[str] = []
+    spy(monkeypatch, "_on_handshake", handshakes)
+    site = Site(pages=4, traps=False)
+    with serve(site, tls=test_ca) as base:
+        options = Options(cafile=test_ca.cafile, ignore_robots=True)
+        result = stage1_callbacks.crawl([base], options)
+        assert_matches_oracle(result, site.expected(base, ignore_robots=True))
+    assert set(handshakes) == result.urls, "every https fetch went through _on_handshake"

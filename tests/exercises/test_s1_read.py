@@ -1,0 +1,367 @@
+"""Exercise s1-read: stage 1 sends its request and reads the response by callbacks.
+
+Task 1 is Fetcher._on_writable: send what the socket takes, keep the rest in the
+Fetcher (state saved by hand), and register the next callback (the continuation).
+Task 2 is Fetcher._on_readable: read until the socket would block, feed the parser,
+and finish the try when the response is complete or broken.
+
+The Task 1 tests watch what reaches the server and which callback the loop runs next,
+so they do not need _on_readable.  Servers run in daemon threads on 127.0.0.1: raw
+sockets the tests control, and the test site of shared/testsite.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from selectors import EVENT_READ
+from typing import Any
+
+import pytest
+
+import stage1_callbacks
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.testsite import Expected, ServerTLS, Site, serve
+from stage1_callbacks import crawler as stage1_crawler
+from stage1_callbacks.crawler import Fetcher
+from stage1_callbacks.loop import EventLoop
+
+NO_ROBOTS = Options(ignore_robots=True, timeout=3)
+
+# --- small local servers ----------------------------------------------------------------
+
+
+def page(body: str, status: int = 200, content_type: str = "text/html") -> bytes:
+    """Return a complete HTTP response with a Content-Length."""
+    data = body.encode()
+    head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
+    return (head + f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
+
+
+def links(*paths: str, filler: int = 0) -> bytes:
+    """Return an HTML page linking to these paths, with ``filler`` bytes of text after them."""
+    anchors = "".join(f'<a href="{path}">{path}</a>' for path in paths)
+    return page(anchors + "<p>" + "x" * filler + "</p>")
+
+
+@contextlib.contextmanager
+def raw_server(
+    answer: Callable[[str], bytes], received: list[bytes] | None = None, pieces: int = 1
+) -> Iterator[str]:
+    """Serve ``answer(path)``'s bytes to each request, one connection at a time.
+
+    The whole request is read before answering, however long it is, and kept in
+    ``received``.  The answer goes out in ``pieces`` parts, 30 ms apart.  Yields the
+    base URL.
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)  # so the thread notices the stop flag
+    stop = threading.Event()
+
+    def serve_forever() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(5)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = conn.recv(1 << 20)
+                    if not chunk:
+                        break
+                    request += chunk
+                if received is not None:
+                    received.append(request)
+                if request:
+                    data = answer(request.split(b" ", 2)[1].decode())
+                    size = max(1, -(-len(data) // pieces))  # b"": close, sending nothing
+                    for start in range(0, len(data), size):
+                        if start:
+                            time.sleep(0.03)
+                        conn.sendall(data[start : start + size])
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+@contextlib.contextmanager
+def resetting_server() -> Iterator[str]:
+    """A server that reads the first 64 KiB of each request, then resets the connection.
+
+    The reset comes once the request has begun to arrive, so the client meets it in
+    send(), never in its connect.
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)
+    stop = threading.Event()
+
+    def serve_forever() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with contextlib.suppress(OSError):
+                conn.settimeout(5)
+                received = 0
+                while received < 64 * 1024 and (chunk := conn.recv(64 * 1024)):
+                    received += len(chunk)
+            # SO_LINGER with a zero timeout: close() sends RST instead of FIN.
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def padded_requests(monkeypatch: pytest.MonkeyPatch, size: int) -> Callable[[str], bytes]:
+    """Make every request carry a header of ``size`` bytes; return the new request_bytes.
+
+    A request that big does not fit in the socket's buffers: send() takes part of it.
+    """
+    padding = b"X-Padding: " + b"p" * size + b"\r\n"
+    original = stage1_crawler.request_bytes
+
+    def request_bytes(url: str) -> bytes:
+        return original(url).replace(b"\r\n", b"\r\n" + padding, 1)
+
+    monkeypatch.setattr(stage1_crawler, "request_bytes", request_bytes)
+    return request_bytes
+
+
+def by_path(result: CrawlResult, base: str) -> dict[str, FetchStatistic]:
+    """The records of a crawl, by path."""
+    return {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
+
+
+# --- no crawl hangs ------------------------------------------------------------------------
+
+CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
+
+
+class CrawlTooLong(BaseException):
+    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
+
+    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
+    can swallow it: the loop lets it through, and the test fails with its message.
+    """
+
+
+@pytest.fixture(autouse=True)
+def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
+
+    class DeadlineLoop(EventLoop):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.call_later(CRAWL_LIMIT_S, self.expire)
+
+        def expire(self) -> None:
+            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+
+    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
+
+
+# --- the oracle's view of a record ---------------------------------------------------------
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on order)."""
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        stat.error is not None,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    """The same fields, as the test site's oracle predicts them."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The page set equals the oracle's, and each record agrees with it field by field."""
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = [
+        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
+        for url, stat in sorted(result.by_url().items())
+        if fields(stat) != expected_fields(expected[url])
+    ]
+    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
+
+
+# --- Task 1: _on_writable ----------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_a_request_bigger_than_the_socket_buffer_goes_out_whole_in_pieces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """send() takes what fits; the rest waits in the Fetcher for the next writable event."""
+    request_bytes = padded_requests(monkeypatch, 8 * 1024 * 1024)
+    writable: list[int] = []  # bytes still unsent at each call
+    readable: list[tuple[int, int]] = []  # (mask, bytes still unsent) at each call
+    on_writable, on_readable = Fetcher._on_writable, Fetcher._on_readable
+
+    def watch_writable(self: Fetcher, key: Any, mask: int) -> None:
+        writable.append(len(self.unsent))
+        on_writable(self, key, mask)
+
+    def watch_readable(self: Fetcher, key: Any, mask: int) -> None:
+        readable.append((mask, len(self.unsent)))
+        on_readable(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_writable", watch_writable)
+    monkeypatch.setattr(Fetcher, "_on_readable", watch_readable)
+    received: list[bytes] = []
+    with raw_server(lambda path: page("<p>big request</p>"), received) as base:
+        stage1_callbacks.crawl([base], Options(ignore_robots=True, timeout=3, max_tries=1))
+    assert len(writable) > 1, "the request went out in one call: was it sent at all?"
+    assert received, "the server received nothing"
+    sent = received[0]
+    assert len(sent) == len(request_bytes(base)), (
+        f"the server received {len(sent)} bytes of a {len(request_bytes(base))}-byte request:"
+        " keep in self.unsent what send() did not take, and only that"
+    )
+    assert sent == request_bytes(base), "the request arrived garbled"
+    # The continuation: once nothing is left to send, wait for the response.
+    assert readable, "the loop never called _on_readable: register it for EVENT_READ"
+    assert readable[0] == (EVENT_READ, 0), "_on_readable ran before the request was all sent"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_small_request_goes_out_and_the_response_is_awaited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The usual case: the socket takes the whole request, then the loop waits to read."""
+    readable: list[tuple[int, int]] = []
+    on_readable = Fetcher._on_readable
+
+    def watch_readable(self: Fetcher, key: Any, mask: int) -> None:
+        readable.append((mask, len(self.unsent)))
+        on_readable(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_readable", watch_readable)
+    received: list[bytes] = []
+    with raw_server(lambda path: page("<p>hello</p>"), received) as base:
+        stage1_callbacks.crawl([base], Options(ignore_robots=True, timeout=3, max_tries=1))
+    assert received == [stage1_crawler.request_bytes(base)]
+    assert readable and readable[0] == (EVENT_READ, 0)
+
+
+@pytest.mark.task(taskno=1)
+def test_a_connection_reset_while_sending_is_a_failed_try(monkeypatch: pytest.MonkeyPatch) -> None:
+    """send() raising (the server reset the connection) ends the try; the next try follows."""
+    padded_requests(monkeypatch, 16 * 1024 * 1024)  # far more than the buffers hold
+    with resetting_server() as base:
+        result = stage1_callbacks.crawl([base], Options(ignore_robots=True, max_tries=2))
+    [stat] = result.fetches
+    assert stat.status is None and stat.tries == 2, (
+        f"{stat}: an OSError from send() is a failed try (self._fail)"
+    )
+    assert stat.error is not None
+    assert stat.error.split(":")[0] in {"ConnectionResetError", "BrokenPipeError"}, stat
+
+
+# --- Task 2: _on_readable ----------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_a_response_that_arrives_in_pieces_is_put_together() -> None:
+    """Each readable event brings part of it; the parser is fed until it is complete."""
+    answers = {"/": links("/next", filler=50_000), "/next": page("<p>the end</p>")}
+    with raw_server(lambda path: answers[path], pieces=5) as base:
+        result = stage1_callbacks.crawl([base], NO_ROBOTS)
+    records = by_path(result, base)
+    assert set(records) == {"/", "/next"}, result.fetches
+    root = records["/"]
+    body_size = len(answers["/"].partition(b"\r\n\r\n")[2])
+    assert (root.status, root.size, root.num_urls, root.error) == (200, body_size, 1, None)
+    assert records["/next"].status == 200
+
+
+@pytest.mark.task(taskno=2)
+def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket(
+    monkeypatch: pytest.MonkeyPatch, lingering_tls_server: str, test_ca: ServerTLS
+) -> None:
+    """Read until recv() would block, not once: TLS keeps decrypted bytes select() cannot see.
+
+    Reading 100 bytes at a time leaves most of a TLS record in the SSL object's buffer,
+    and this server sends nothing more (nor closes) once its page is out.
+    """
+    monkeypatch.setattr(stage1_crawler, "CHUNK", 100)
+    options = Options(cafile=test_ca.cafile, ignore_robots=True, timeout=5, max_tries=1)
+    started = time.monotonic()
+    result = stage1_callbacks.crawl([lingering_tls_server], options)
+    [stat] = result.fetches
+    assert (stat.status, stat.size, stat.error) == (200, 5026, None)
+    assert time.monotonic() - started < 4, "it waited for the timeout: read until WOULD_BLOCK"
+
+
+@pytest.mark.task(taskno=2)
+def test_answers_cut_short_or_not_http_are_failed_tries() -> None:
+    """The parser's WireError, and a peer that closes too soon, end the try; it is retried."""
+    answers = {
+        "/": links("/garbage", "/short", "/nothing"),
+        "/garbage": b"SPAM SPAM SPAM\r\n\r\n",
+        "/short": b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n" + b"y" * 100,
+        "/nothing": b"",
+    }
+    with raw_server(lambda path: answers[path]) as base:
+        result = stage1_callbacks.crawl([base], Options(ignore_robots=True, max_tries=2))
+    records = by_path(result, base)
+    assert set(records) == set(answers), result.fetches
+    assert records["/"].status == 200
+    for path in ("/garbage", "/short", "/nothing"):
+        stat = records[path]
+        assert stat.status is None and stat.tries == 2, stat
+        assert stat.error is not None and stat.error.startswith("WireError"), stat
+
+
+@pytest.mark.task(taskno=2)
+def test_hostile_pages_end_as_the_oracles_records() -> None:
+    """A reset mid-body, a short body, garbage, silence, 20 MB and random bytes."""
+    site = Site(pages=3, traps=False, hostile=True)
+    with serve(site) as base:
+        result = stage1_callbacks.crawl([base], Options(timeout=0.5, max_tries=2))
+        assert_matches_oracle(result, site.expected(base, max_tries=2))
+
+
+@pytest.mark.task(taskno=2)
+def test_the_default_site_gives_the_oracles_records(default_site: tuple[Site, str]) -> None:
+    """Redirects, errors, a page that drops the connection twice, a 1 MB page, charsets."""
+    site, base = default_site
+    result = stage1_callbacks.crawl([base], Options())
+    assert_matches_oracle(result, site.expected(base))

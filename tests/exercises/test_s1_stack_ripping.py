@@ -1,0 +1,288 @@
+"""Exercise s1-stack-ripping: what stage 1 does with an exception that escapes a callback.
+
+Crawler.callback_failed is the loop's exception handler.  It gets the exception and the
+callback that raised it, nothing more: whoever started the chain of callbacks returned
+long ago.  Task 1 records the failure for the URL whose Fetcher it was and lets the
+crawl go on; Task 2 logs it with its traceback, which begins in the loop; Task 3 raises
+again what no Fetcher raised.
+
+Crawls run against small servers on 127.0.0.1 and the test site of shared/testsite.py;
+a bug is planted in the crawler with monkeypatch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import stage1_callbacks
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.resolver import Resolver
+from shared.testsite import Site
+from stage1_callbacks import crawler as stage1_crawler
+from stage1_callbacks.crawler import Crawler, Fetcher
+from stage1_callbacks.loop import Callback, EventLoop
+
+OPTIONS = Options(ignore_robots=True, timeout=1, max_tries=1)
+
+# --- a small local server ---------------------------------------------------------------
+
+
+def page(body: str) -> bytes:
+    """Return a complete HTML response with a Content-Length."""
+    data = body.encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
+    return (head + "Connection: close\r\n\r\n").encode() + data
+
+
+def links(*paths: str) -> bytes:
+    """Return an HTML page linking to these paths."""
+    return page("".join(f'<a href="{path}">{path}</a>' for path in paths))
+
+
+PAGES = {"/": links("/a", "/b", "/c"), "/a": links("/e"), "/b": links("/d")}
+
+
+@contextlib.contextmanager
+def raw_server(answer: Callable[[str], bytes]) -> Iterator[str]:
+    """Serve ``answer(path)``'s bytes to each request, one connection at a time.
+
+    Yields the base URL.
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.05)  # so the thread notices the stop flag
+    stop = threading.Event()
+
+    def serve_forever() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(5)
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    request += chunk
+                if request:
+                    conn.sendall(answer(request.split(b" ", 2)[1].decode()))
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def by_path(result: CrawlResult, base: str) -> dict[str, FetchStatistic]:
+    """The records of a crawl, by path."""
+    return {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
+
+
+# --- watching the crawl's loop; no crawl hangs ----------------------------------------------
+
+CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
+
+
+class CrawlTooLong(BaseException):
+    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
+
+    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
+    can swallow it: the loop lets it through, and the test fails with its message.
+    """
+
+
+class WatchedLoop(EventLoop):
+    """An EventLoop with a deadline, that remembers the crawl's sockets and what was left."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sockets: list[socket.socket] = []
+        self.left_registered: dict[int, Any] | None = None
+        self.call_later(CRAWL_LIMIT_S, self.expire)
+
+    def expire(self) -> None:
+        raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+
+    def register(self, sock: socket.socket, events: int, callback: Callback) -> None:
+        # Only the crawl's own: the socket the loop watches for Ctrl-C is a Unix socket.
+        if sock not in self.sockets and sock.family != socket.AF_UNIX:
+            self.sockets.append(sock)
+        super().register(sock, events, callback)
+
+    def close(self) -> None:
+        self.left_registered = dict(self.selector.get_map())
+        super().close()
+
+
+@pytest.fixture(autouse=True)
+def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
+    """The loops the stage 1 crawler makes during the test (one per crawl)."""
+    made: list[WatchedLoop] = []
+
+    def make(*args: Any, **kwargs: Any) -> WatchedLoop:
+        made.append(WatchedLoop(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(stage1_crawler, "EventLoop", make)
+    return made
+
+
+def plant_parse_bug(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """Make link parsing raise RuntimeError("parse error") for URLs ending in path."""
+    original = Crawler.parse_links
+
+    def parse_links(self: Crawler, url: str, text: str) -> set[str]:
+        if url.endswith(path):
+            raise RuntimeError("parse error")
+        return original(self, url, text)
+
+    monkeypatch.setattr(Crawler, "parse_links", parse_links)
+
+
+class Harness(Crawler):
+    """A stage 1 Crawler set up as crawl() sets it up, its loop's errors handled by
+    callback_failed, for a test to drive."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__([url], OPTIONS)
+        self.loop = EventLoop(self.callback_failed)
+        self.q: deque[tuple[str, int]] = deque()
+        self.fetchers: dict[str, Fetcher] = {}
+        self.parked: dict[str, list[tuple[str, int]]] = {}
+        self.resolver = Resolver()
+        self.interrupted = False
+
+
+# --- Task 1: record it and go on ------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_a_page_whose_parsing_raises_is_recorded_and_the_crawl_goes_on(
+    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop]
+) -> None:
+    """/b's links cannot be read: /b is a failed record, /d (linked from /b only) is never
+    found, and every other page is crawled."""
+    plant_parse_bug(monkeypatch, "/b")
+    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
+        result = stage1_callbacks.crawl([base], OPTIONS)
+    records = by_path(result, base)
+    assert set(records) == {"/", "/a", "/b", "/c", "/e"}
+    failed = records["/b"]
+    assert (failed.status, failed.error, failed.tries) == (None, "RuntimeError: parse error", 1)
+    assert all(records[path].status == 200 for path in ("/", "/a", "/c", "/e"))
+    assert not result.interrupted
+
+
+@pytest.mark.task(taskno=1)
+def test_a_callback_that_raises_with_its_socket_open_has_its_try_closed(
+    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop]
+) -> None:
+    """The Fetcher raised before it could close its socket: callback_failed closes it."""
+    original = Fetcher._on_readable
+
+    def on_readable(self: Fetcher, key: Any, mask: int) -> None:
+        if self.url.endswith("/b"):
+            raise RuntimeError("reader bug")
+        original(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_readable", on_readable)
+    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
+        result = stage1_callbacks.crawl([base], OPTIONS)
+    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+    records = by_path(result, base)
+    assert set(records) == {"/", "/a", "/b", "/c", "/e"}
+    assert (records["/b"].error, records["/b"].tries) == ("RuntimeError: reader bug", 1)
+    [loop] = loops
+    assert loop.left_registered == {}, "a socket was left in the selector: fetcher.close()"
+    assert all(sock.fileno() == -1 for sock in loop.sockets), "a socket was left open"
+
+
+@pytest.mark.task(taskno=1)
+def test_fail_on_records_the_error_and_the_crawl_goes_on(default_site: tuple[Site, str]) -> None:
+    """--fail-on, the switch for this demo: matching pages fail, the others are crawled."""
+    site, base = default_site
+    result = stage1_callbacks.crawl([base], Options(fail_on="/traps/"))
+    failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
+    assert base + "traps/" in failed
+    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
+    pages = {url for url in site.expected(base) if "/p/" in url}
+    assert pages <= result.urls, "the generated pages were crawled all the same"
+
+
+# --- Task 2: say where ------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_the_error_is_logged_with_its_url_and_its_traceback(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The log names the URL and carries the traceback, which begins in the loop."""
+    plant_parse_bug(monkeypatch, "/b")
+    with (
+        raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base,
+        caplog.at_level(logging.ERROR),
+    ):
+        stage1_callbacks.crawl([base], OPTIONS)
+    logged = [
+        record
+        for record in caplog.records
+        if record.exc_info and isinstance(record.exc_info[1], RuntimeError)
+    ]
+    assert logged, "no error was logged with the exception (exc_info=exc)"
+    [record] = logged
+    assert base + "b" in record.getMessage(), "the message names the URL that failed"
+    assert record.exc_info is not None
+    frames = [frame.name for frame in traceback.extract_tb(record.exc_info[2])]
+    # Stack ripping: the loop ran a callback; nothing of work() or fetch(), which began it.
+    assert frames[0] == "_run"
+    assert "work" not in frames and "fetch" not in frames
+
+
+# --- Task 3: what no Fetcher raised -------------------------------------------------------
+
+
+@pytest.mark.task(taskno=3)
+def test_an_exception_in_a_callback_of_no_fetcher_is_raised_again() -> None:
+    """A bug in the crawler itself must stop the crawl, not vanish into a record."""
+    crawler = Harness("http://127.0.0.1:9/")
+
+    def crawler_bug() -> None:
+        raise ValueError("crawler bug")
+
+    crawler.loop.call_soon(crawler_bug)
+    try:
+        with pytest.raises(ValueError, match="crawler bug"):
+            crawler.loop.run_once()
+    finally:
+        crawler.loop.close()
+    assert not crawler.result().fetches, "nothing is recorded for it"
+
+
+@pytest.mark.task(taskno=3)
+def test_an_exception_from_a_fetcher_no_longer_in_flight_is_raised_again() -> None:
+    """Its URL has a record already (or never will): recording it again would be wrong."""
+    url = "http://127.0.0.1:9/"
+    crawler = Harness(url)
+    fetcher = Fetcher(crawler, url, 10)  # not in crawler.fetchers
+    try:
+        with pytest.raises(ValueError, match="late"):
+            crawler.callback_failed(ValueError("late"), fetcher._on_readable)
+    finally:
+        crawler.loop.close()
+    assert not crawler.result().fetches

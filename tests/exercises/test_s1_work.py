@@ -1,0 +1,248 @@
+"""Exercise s1-work: stage 1's queue and its limit (Crawler.work, Crawler.finished).
+
+Task 1 is Crawler.work: start fetches from the queue while fewer than --max-tasks are in
+flight.  Task 2 is Crawler.finished: a fetch that ends makes room, queues what it found
+and calls work() again.  Stages 2 and 3 keep --max-tasks workers waiting at the queue;
+a callback cannot wait, so here the end of one fetch starts the next.
+
+The Task 1 tests call work() on a Crawler set up as crawl() sets it up (the Harness
+below) without turning its loop, so no fetch runs and finished() is never needed.  The
+Task 2 tests crawl the test site of shared/testsite.py and compare with its oracle.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections import deque
+from typing import Any
+
+import pytest
+
+import stage1_callbacks
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.resolver import Resolver
+from shared.testsite import Expected, Site, serve
+from stage1_callbacks import crawler as stage1_crawler
+from stage1_callbacks.crawler import Crawler, Fetcher
+from stage1_callbacks.loop import EventLoop
+
+ROOT = "http://127.0.0.1:9/"  # never connected to: the Task 1 tests do not turn the loop
+
+
+class Harness(Crawler):
+    """A stage 1 Crawler set up as crawl() sets it up, whose loop the test does not turn."""
+
+    def __init__(self, options: Options) -> None:
+        super().__init__([ROOT], options)
+        self.loop = EventLoop()
+        self.q: deque[tuple[str, int]] = deque()
+        self.fetchers: dict[str, Fetcher] = {}
+        self.parked: dict[str, list[tuple[str, int]]] = {}
+        self.resolver = Resolver()
+        self.interrupted = False
+
+    def end(self, url: str) -> None:
+        """Take one Fetcher out of flight, as finished() would, and close it."""
+        self.fetchers.pop(url).close()
+
+    def close_all(self) -> None:
+        """Close every Fetcher still in flight (none has started), then the loop."""
+        for fetcher in self.fetchers.values():
+            fetcher.close()
+        self.loop.close()
+
+
+def queued(crawler: Harness) -> list[str]:
+    """The URLs waiting in the crawler's queue, in order."""
+    return [url for url, _ in crawler.q]
+
+
+def closed_port_url() -> str:
+    """Return a URL on a 127.0.0.1 port that nothing listens on (connect is refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
+
+
+# --- no crawl hangs ------------------------------------------------------------------------
+
+CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
+
+
+class CrawlTooLong(BaseException):
+    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
+
+    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
+    can swallow it: the loop lets it through, and the test fails with its message.
+    """
+
+
+@pytest.fixture(autouse=True)
+def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
+
+    class DeadlineLoop(EventLoop):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.call_later(CRAWL_LIMIT_S, self.expire)
+
+        def expire(self) -> None:
+            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+
+    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
+
+
+# --- the oracle's view of a record ---------------------------------------------------------
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on order)."""
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        stat.error is not None,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    """The same fields, as the test site's oracle predicts them."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The page set equals the oracle's, and each record agrees with it field by field."""
+    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = [
+        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
+        for url, stat in sorted(result.by_url().items())
+        if fields(stat) != expected_fields(expected[url])
+    ]
+    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
+
+
+# --- Task 1: work() -----------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_work_starts_fetches_in_queue_order_up_to_max_tasks() -> None:
+    """Three may be in flight: work() starts three, and one more each time one ends."""
+    crawler = Harness(Options(max_tasks=3, ignore_robots=True))
+    urls = [f"{ROOT}p/{n}" for n in range(5)]
+    crawler.q.extend((url, 10) for url in urls)
+    try:
+        crawler.work()
+        assert list(crawler.fetchers) == urls[:3], "the first three, taken from the left"
+        assert queued(crawler) == urls[3:], "the rest wait in the queue"
+        crawler.work()
+        assert list(crawler.fetchers) == urls[:3], "no room, so nothing more starts"
+        crawler.end(urls[0])
+        crawler.work()
+        assert list(crawler.fetchers) == urls[1:4]
+        assert queued(crawler) == urls[4:]
+        # Each URL was claimed with begin() before its fetch: it counts as in flight.
+        assert set(crawler.in_flight) == set(urls[:4]), "claim each URL with self.begin(url)"
+    finally:
+        crawler.close_all()
+
+
+@pytest.mark.task(taskno=1)
+def test_work_keeps_the_redirects_left_with_each_url() -> None:
+    """The number that travels with a URL in the queue goes to its Fetcher."""
+    crawler = Harness(Options(ignore_robots=True))
+    crawler.q.extend([(ROOT, 10), (ROOT + "moved", 3)])
+    try:
+        crawler.work()
+        redirects = {url: f.max_redirect for url, f in crawler.fetchers.items()}
+        assert redirects == {ROOT: 10, ROOT + "moved": 3}
+    finally:
+        crawler.close_all()
+
+
+@pytest.mark.task(taskno=1)
+def test_work_parks_pages_until_their_robots_txt_is_in() -> None:
+    """A new origin: its robots.txt is fetched first, and its pages wait for it."""
+    crawler = Harness(Options(max_tasks=5))
+    crawler.q.extend([(ROOT, 10), (ROOT + "a", 10)])
+    robots = ROOT + "robots.txt"
+    try:
+        crawler.work()
+        assert list(crawler.fetchers) == [robots], "ask self.robots_txt(url) first"
+        assert crawler.parked == {robots: [(ROOT, 10), (ROOT + "a", 10)]}, "self.park(...)"
+        assert not crawler.q
+        assert crawler.requested == 0, "a parked page is not claimed yet"
+    finally:
+        crawler.close_all()
+
+
+@pytest.mark.task(taskno=1)
+def test_work_leaves_out_what_begin_refuses() -> None:
+    """With --max-pages 2 spent, the other URLs leave the queue without a fetch."""
+    crawler = Harness(Options(max_tasks=10, max_pages=2, ignore_robots=True))
+    crawler.q.extend((f"{ROOT}p/{n}", 10) for n in range(4))
+    try:
+        crawler.work()
+        assert list(crawler.fetchers) == [f"{ROOT}p/0", f"{ROOT}p/1"]
+        assert not crawler.q, "a URL that begin() refuses is dropped, not put back"
+    finally:
+        crawler.close_all()
+
+
+# --- Task 2: finished() --------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_each_finished_fetch_starts_the_next_and_max_tasks_is_kept() -> None:
+    """The server sees at most --max-tasks requests at once, and reaches that many."""
+    site = Site(pages=40, traps=False, latency=0.05)
+    with serve(site) as base:
+        result = stage1_callbacks.crawl([base], Options(max_tasks=4))
+        assert_matches_oracle(result, site.expected(base))
+    assert site.max_in_flight == 4, f"the server saw {site.max_in_flight} requests at once"
+
+
+@pytest.mark.task(taskno=2)
+def test_pages_parked_for_robots_txt_are_crawled_once_it_is_in() -> None:
+    """robots.txt first; then the pages it allows, and a record for those it forbids."""
+    site = Site(pages=30, traps=False, robots="rules")
+    with serve(site) as base:
+        result = stage1_callbacks.crawl([base], Options(max_tasks=3))
+        assert_matches_oracle(result, site.expected(base))
+        assert next(iter(site.requests)) == "/robots.txt"
+
+
+@pytest.mark.task(taskno=2)
+def test_failed_fetches_make_room_too() -> None:
+    """One fetch at a time: each refused connection must still start the next fetch."""
+    site = Site(pages=3, traps=False)
+    with serve(site) as base:
+        closed = closed_port_url()
+        roots = [closed + "a", closed + "b", base]
+        options = Options(max_tasks=1, max_tries=1, ignore_robots=True)
+        result = stage1_callbacks.crawl(roots, options)
+        expected = site.expected(base, ignore_robots=True)
+    failed = {stat.url for stat in result.fetches if stat.error}
+    assert failed == set(roots[:2])
+    assert result.urls == failed | set(expected)
+
+
+@pytest.mark.task(taskno=2)
+def test_the_default_site_gives_the_oracles_records(default_site: tuple[Site, str]) -> None:
+    """Links, redirects, retries and robots.txt: every URL fetched once, none forgotten."""
+    site, base = default_site
+    result = stage1_callbacks.crawl([base], Options())
+    assert_matches_oracle(result, site.expected(base))

@@ -1,0 +1,321 @@
+"""Exercise s2-crawl: workers at a queue, and a crawl that joins it, then cancels them.
+
+Task 1 is stage 2's `Crawler.crawl`, tested with stand-in workers of our own; task 2 is
+`Crawler.work`, tested by whole crawls of the test site, which must equal its oracle
+(see shared/exercises/s2-crawl/README.md). Each test drives a fresh stage 2 EventLoop
+for a limited time, so a crawl that never ends fails instead of hanging.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.testsite import Expected, Site, serve
+from stage2_generators.crawler import Crawler
+from stage2_generators.futures import CancelledError, Coroutine, Future
+from stage2_generators.loop import EventLoop
+from stage2_generators.tasks import Task, sleep
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # for the stand-in workers; a whole crawl gets CRAWL_LIMIT_S
+CRAWL_LIMIT_S = 30.0  # the default site takes one or two seconds
+
+
+@pytest.fixture
+def loop() -> Iterator[EventLoop]:
+    """A fresh event loop (it makes itself the current one), closed after the test.
+
+    The tasks a failed test left unfinished are collected here, at a quiet moment.
+    Collected later, their clean-up could run in the middle of pytest's report of
+    another test, which CPython 3.11's ast module does not survive.
+    """
+    event_loop = EventLoop()
+    yield event_loop
+    event_loop.close()
+    gc.collect()
+
+
+class LoopErrors(logging.Handler):
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the exception of a logged record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def first(self) -> str:
+        """The first exception, as the start of a failure message ("" if there is none)."""
+        if not self.errors:
+            return ""
+        error = self.errors[0]
+        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+
+
+def run(
+    loop: EventLoop,
+    work: Future[T] | Coroutine[T],
+    limit: float = LIMIT_S,
+    explain: Callable[[], str] = lambda: "",
+) -> T:
+    """Drive the loop until `work` is done and return its result, as run_until_complete does.
+
+    Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
+    select() from sleeping past it), and fail the test when nothing is left that could ever
+    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
+    the first exception that a callback let out to the loop, which logs it and goes on:
+    most often, that is the cause, and `explain()` may add what else it knows.
+    """
+    future = work if isinstance(work, Future) else Task(work)
+    deadline = time.monotonic() + limit
+    errors = LoopErrors()
+    logger = logging.getLogger("stage2_generators.loop")
+    logger.addHandler(errors)
+    try:
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                cause = explain() + errors.first()
+                pytest.fail(f"{cause}still not done after {limit} s: was a wake-up lost?")
+            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            busy = timers or loop._selector.get_map()
+            watchdog = loop.call_later(left, lambda: None) if busy else None
+            try:
+                loop.run_once()
+            except RuntimeError as exc:
+                if "deadlock" not in str(exc):
+                    raise
+                cause = explain() + errors.first()
+                pytest.fail(f"{cause}nothing is left that could finish the crawl ({exc})")
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+    finally:
+        logger.removeHandler(errors)
+    return future.result()
+
+
+class Watched(Crawler):
+    """The crawler under test, noting each exception that ends a worker (none should)."""
+
+    def __init__(self, roots: list[str], options: Options | None = None) -> None:
+        super().__init__(roots, options)
+        self.worker_errors: list[Exception] = []
+
+    def work(self) -> Coroutine[None]:
+        """Crawler.work, watched."""
+        try:
+            yield from super().work()
+        except Exception as exc:
+            self.worker_errors.append(exc)
+            raise
+
+    def news(self) -> str:
+        """The first exception that ended a worker, as the start of a failure message."""
+        if not self.worker_errors:
+            return ""
+        error = self.worker_errors[0]
+        return f"a worker ended with {type(error).__name__}: {error}; then "
+
+
+def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
+    """Run the crawler's crawl() on `loop` to its end and return its result."""
+    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.news)
+    return crawler.result()
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on order)."""
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        stat.error is not None,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    """The oracle's record, in the order of fields()."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The page set equals the oracle's, and each record agrees with it field by field."""
+    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = {
+        url: (fields(stat), expected_fields(expected[url]))
+        for url, stat in result.by_url().items()
+        if fields(stat) != expected_fields(expected[url])
+    }
+    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
+        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
+    )
+
+
+SHARED = ("q", "resolver", "robots_tasks")  # what crawl() prepares for the workers
+
+
+class StandIn(Crawler):
+    """A crawler whose workers fetch nothing: each item is "done" after a short sleep.
+
+    An item (url, n) leads to two more, (url + "a", n - 1) and (url + "b", n - 1), until n
+    is 0. The workers note when they start and stop, and what they finished.
+    """
+
+    def __init__(self, roots: list[str], options: Options, item_time: float = 0.002) -> None:
+        super().__init__(roots, options)
+        self.item_time = item_time
+        self.started = self.stopped = 0
+        self.finished: list[str] = []
+        self.shared: list[tuple[str, ...]] = []  # the types of SHARED, as each worker saw them
+        self.robots_known: list[object] = []  # self.robots_tasks, as each worker saw it
+
+    def work(self) -> Coroutine[None]:
+        """Take items from self.q and "fetch" them, until cancelled."""
+        self.started += 1
+        self.shared.append(tuple(type(getattr(self, name, None)).__name__ for name in SHARED))
+        self.robots_known.append(getattr(self, "robots_tasks", None))
+        try:
+            while True:
+                url, left = yield from self.q.get()
+                try:
+                    yield from sleep(self.item_time)
+                    self.finished.append(url)
+                    if left > 0:
+                        self.q.put_nowait((url + "a", left - 1))
+                        self.q.put_nowait((url + "b", left - 1))
+                finally:
+                    self.q.task_done()
+        finally:
+            yield from sleep(0.01)  # a clean-up that takes a while, as closing a connection may
+            self.stopped += 1
+
+
+# --- Task 1: Crawler.crawl ----------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done(loop: EventLoop) -> None:
+    """Every item put, the roots and all they lead to, is finished before crawl() returns."""
+    roots = ["http://one.invalid/", "http://two.invalid/"]
+    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
+    run(loop, crawler.crawl())
+    assert crawler.started == 3, f"{crawler.started} workers started, not max_tasks = 3"
+    expected = {root + "".join(path) for root in roots for path in paths(3)}
+    assert sorted(crawler.finished) == sorted(expected)
+
+
+def paths(depth: int) -> list[str]:
+    """Every string of "a" and "b" of length 0 to depth."""
+    found = [""]
+    for length in range(depth):
+        found += [p + c for p in found if len(p) == length for c in "ab"]
+    return found
+
+
+@pytest.mark.task(taskno=1)
+def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
+    """Before the workers start: the queue, the resolver, no robots.txt fetch yet."""
+    crawler = StandIn(["http://one.invalid/"], Options(max_tasks=2, max_redirect=0))
+    run(loop, crawler.crawl())
+    assert crawler.shared == [("Queue", "Resolver", "dict")] * 2, f"types of {SHARED}"
+    assert crawler.robots_known == [{}, {}], "robots_tasks must start empty"
+
+
+@pytest.mark.task(taskno=1)
+def test_crawl_cancels_the_workers_and_waits_for_them(loop: EventLoop) -> None:
+    """When join() returns, the idle workers are cancelled, and crawl() waits for each."""
+    crawler = StandIn(["http://one.invalid/"], Options(max_tasks=4, max_redirect=2))
+    run(loop, crawler.crawl())
+    assert len(crawler.finished) == 7
+    assert crawler.stopped == 4, (
+        f"crawl() returned with {4 - crawler.stopped} of 4 workers not yet stopped"
+    )
+
+
+@pytest.mark.task(taskno=1)
+def test_a_cancelled_crawl_cancels_its_workers(loop: EventLoop) -> None:
+    """Ctrl-C cancels the main task: crawl()'s clean-up must stop the workers too."""
+    crawler = StandIn(["http://one.invalid/"], Options(max_tasks=3, max_redirect=9), 10.0)
+    main = Task(crawler.crawl())
+    loop.call_later(0.05, main.cancel)
+    start = time.monotonic()
+    with pytest.raises(CancelledError):
+        run(loop, main)
+    assert time.monotonic() - start < 2
+    assert main.cancelled()
+    assert crawler.stopped == 3, "a worker still runs after the crawl was cancelled"
+
+
+# --- Task 2: Crawler.work -----------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_the_default_site_gives_the_oracles_pages_and_records(
+    loop: EventLoop, default_site: tuple[Site, str]
+) -> None:
+    """The whole crawl: every URL and every record as the test site's oracle says."""
+    site, base_url = default_site
+    result = crawl(loop, Watched([base_url]))
+    assert_matches_oracle(result, site.expected(base_url))
+    requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
+    assert requested == {url: exp.tries for url, exp in site.expected(base_url).items()}
+    assert next(iter(site.requests)) == "/robots.txt", "a page was fetched before robots.txt"
+
+
+@pytest.mark.task(taskno=2)
+def test_robots_txt_is_obeyed(loop: EventLoop) -> None:
+    """A robots.txt with rules: the URLs it forbids are recorded, never fetched."""
+    site = Site(pages=100, robots="rules")
+    with serve(site) as base_url:
+        result = crawl(loop, Watched([base_url]))
+    assert_matches_oracle(result, site.expected(base_url))
+    assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))]
+
+
+@pytest.mark.task(taskno=2)
+def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
+    loop: EventLoop, default_site: tuple[Site, str]
+) -> None:
+    """--fail-on makes link parsing raise: the worker records the error and takes the next URL."""
+    site, base_url = default_site
+    result = crawl(loop, Watched([base_url], Options(fail_on="/traps/")))
+    failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
+    assert base_url + "traps/" in failed
+    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
+    pages = {url for url in site.expected(base_url) if "/p/" in url}
+    assert pages and pages <= result.urls, "the crawl stopped at the bug"
+
+
+@pytest.mark.task(taskno=2)
+def test_the_workers_fetch_side_by_side(loop: EventLoop) -> None:
+    """Four workers keep four fetches in flight, as the server sees it."""
+    site = Site(pages=60, traps=False, latency=0.05)
+    with serve(site) as base_url:
+        result = crawl(loop, Watched([base_url], Options(max_tasks=4)))
+        assert site.max_in_flight == 4
+    assert_matches_oracle(result, site.expected(base_url))

@@ -1,0 +1,294 @@
+"""Exercise s2-future: a Future settles once, schedules its callbacks, and can be waited on.
+
+Task 1 is `Future._finish`, task 2 `Future.add_done_callback`, task 3 `Future.__iter__`
+(see shared/exercises/s2-future/README.md). Each test makes a fresh stage 2 EventLoop and
+drives it for a few seconds at most, so a lost wake-up fails a test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from functools import partial
+from itertools import pairwise
+from typing import Any, TypeVar
+
+import pytest
+
+from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
+from stage2_generators.loop import EventLoop
+from stage2_generators.tasks import Task
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # far above what any test here needs
+
+
+@pytest.fixture
+def loop() -> Iterator[EventLoop]:
+    """A fresh event loop (it makes itself the current one), closed after the test.
+
+    The tasks a failed test left unfinished are collected here, at a quiet moment.
+    Collected later, their clean-up could run in the middle of pytest's report of
+    another test, which CPython 3.11's ast module does not survive.
+    """
+    event_loop = EventLoop()
+    yield event_loop
+    event_loop.close()
+    gc.collect()
+
+
+class LoopErrors(logging.Handler):
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the exception of a logged record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def first(self) -> str:
+        """The first exception, as the start of a failure message ("" if there is none)."""
+        if not self.errors:
+            return ""
+        error = self.errors[0]
+        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+
+
+def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float = LIMIT_S) -> T:
+    """Drive the loop until `work` is done and return its result, as run_until_complete does.
+
+    Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
+    select() from sleeping past it), and fail the test when nothing is left that could ever
+    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
+    the first exception that a callback let out to the loop, which logs it and goes on:
+    most often, that is the cause.
+    """
+    future = work if isinstance(work, Future) else Task(work)
+    deadline = time.monotonic() + limit
+    errors = LoopErrors()
+    logger = logging.getLogger("stage2_generators.loop")
+    logger.addHandler(errors)
+    try:
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"{errors.first()}still not done after {limit} s: was a wake-up lost?")
+            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            busy = timers or loop._selector.get_map()
+            watchdog = loop.call_later(left, lambda: None) if busy else None
+            try:
+                loop.run_once()
+            except RuntimeError as exc:
+                if "deadlock" not in str(exc):
+                    raise
+                pytest.fail(f"{errors.first()}nothing is left that could finish the task ({exc})")
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+    finally:
+        logger.removeHandler(errors)
+    return future.result()
+
+
+def waiter(fut: Future[T]) -> Coroutine[T]:
+    """The smallest coroutine that waits for a future."""
+    return (yield from fut)
+
+
+# --- Task 1: Future._finish --------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_set_result_settles_the_future_once(loop: EventLoop) -> None:
+    """set_result stores the value; after that the future refuses any other outcome."""
+    fut: Future[int] = Future()
+    assert not fut.done()
+    fut.set_result(7)
+    assert fut.done() and not fut.cancelled()
+    assert fut.result() == 7 and fut.exception() is None
+    with pytest.raises(InvalidStateError):
+        fut.set_result(8)
+    with pytest.raises(InvalidStateError):
+        fut.set_exception(ValueError("too late"))
+    assert fut.cancel() is False, "a done future cannot be cancelled"
+    assert fut.result() == 7, "the first outcome stays"
+
+
+@pytest.mark.task(taskno=1)
+def test_set_exception_stores_the_error_for_result_to_raise(loop: EventLoop) -> None:
+    """set_exception stores the error: exception() returns it and result() raises it."""
+    fut: Future[int] = Future()
+    error = ValueError("bad page")
+    fut.set_exception(error)
+    assert fut.done() and not fut.cancelled()
+    assert fut.exception() is error
+    with pytest.raises(ValueError) as info:
+        fut.result()
+    assert info.value is error
+    with pytest.raises(InvalidStateError):
+        fut.set_result(1)
+
+
+@pytest.mark.task(taskno=1)
+def test_cancel_settles_the_future_as_cancelled(loop: EventLoop) -> None:
+    """cancel() is the third way to settle: result() then raises CancelledError."""
+    fut: Future[int] = Future()
+    assert fut.cancel() is True
+    assert fut.done() and fut.cancelled()
+    with pytest.raises(CancelledError):
+        fut.result()
+    assert fut.cancel() is False
+    with pytest.raises(InvalidStateError):
+        fut.set_result(1)
+
+
+# --- Task 2: Future.add_done_callback (and the scheduling in _finish) --------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_callbacks_run_on_the_loop_not_inside_set_result(loop: EventLoop) -> None:
+    """Callbacks are scheduled with call_soon: they run on the loop's next turn, once each."""
+    fut: Future[int] = Future()
+    seen: list[tuple[str, Any]] = []
+    fut.add_done_callback(lambda f: seen.append(("first", f)))
+    fut.add_done_callback(lambda f: seen.append(("second", f.result())))
+    fut.set_result(5)
+    assert seen == [], "set_result called the callbacks itself: schedule them with call_soon"
+    loop.run_once()
+    assert seen == [("first", fut), ("second", 5)], "each callback gets the future, in order"
+    loop.call_soon(lambda: None)  # give the loop one more turn with something to run
+    loop.run_once()
+    assert len(seen) == 2, "a callback ran twice"
+
+
+@pytest.mark.task(taskno=2)
+def test_a_callback_added_to_a_done_future_is_scheduled_too(loop: EventLoop) -> None:
+    """Subscribing late is not an error: the callback is scheduled at once, not called."""
+    fut: Future[str] = Future()
+    fut.set_result("ready")
+    seen: list[str] = []
+    fut.add_done_callback(lambda f: seen.append(f.result()))
+    assert seen == [], "the callback ran inside add_done_callback: schedule it instead"
+    loop.run_once()
+    assert seen == ["ready"]
+
+
+@pytest.mark.task(taskno=2)
+def test_failure_and_cancellation_run_the_callbacks_too(loop: EventLoop) -> None:
+    """Every way of settling a future runs its callbacks."""
+    failed: Future[int] = Future()
+    cancelled: Future[int] = Future()
+    seen: list[str] = []
+    failed.add_done_callback(lambda f: seen.append(f"failed: {f.exception()}"))
+    cancelled.add_done_callback(lambda f: seen.append(f"cancelled: {f.cancelled()}"))
+    failed.set_exception(ValueError("bad"))
+    cancelled.cancel()
+    loop.run_once()
+    assert seen == ["failed: bad", "cancelled: True"]
+
+
+@pytest.mark.task(taskno=2)
+def test_a_chain_of_futures_resolving_each_other_keeps_the_stack_flat(loop: EventLoop) -> None:
+    """Each callback resolves the next future: scheduled, the stack never grows with the chain.
+
+    Called inline, the 2,000 callbacks would nest 2,000 set_result calls (a RecursionError).
+    """
+    futures: list[Future[int]] = [Future() for _ in range(2000)]
+    depths: list[int] = []
+
+    def pass_on(following: Future[int], fut: Future[int]) -> None:
+        depths.append(stack_depth())
+        following.set_result(fut.result() + 1)
+
+    for fut, following in pairwise(futures):
+        fut.add_done_callback(partial(pass_on, following))
+    futures[0].set_result(0)
+    assert run(loop, futures[-1]) == 1999
+    assert len(depths) == 1999
+    assert max(depths) == min(depths), "the stack grew along the chain: callbacks ran inline"
+
+
+def stack_depth() -> int:
+    """The number of frames below the caller's."""
+    frame, depth = sys._getframe(1), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1  # type: ignore[assignment]
+    return depth
+
+
+# --- Task 3: Future.__iter__ -------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=3)
+def test_yield_from_a_pending_future_hands_it_to_the_driver(loop: EventLoop) -> None:
+    """A coroutine at `yield from future` yields the future itself, then returns its result."""
+    fut: Future[int] = Future()
+    coro = waiter(fut)
+    assert coro.send(None) is fut, "the driver must receive the future it should wait for"
+    fut.set_result(42)
+    with pytest.raises(StopIteration) as stop:
+        coro.send(None)  # resumed: the coroutine reads the result from the future itself
+    assert stop.value.value == 42
+
+
+@pytest.mark.task(taskno=3)
+def test_yield_from_a_done_future_does_not_pause(loop: EventLoop) -> None:
+    """Footnote 12: a future that is already done returns (or raises) without a pause."""
+    done: Future[int] = Future()
+    done.set_result(42)
+    with pytest.raises(StopIteration) as stop:
+        waiter(done).send(None)  # the very first send finishes the coroutine
+    assert stop.value.value == 42
+    failed: Future[int] = Future()
+    failed.set_exception(ValueError("failed before anyone waited"))
+    with pytest.raises(ValueError, match="failed before anyone waited"):
+        waiter(failed).send(None)
+
+
+@pytest.mark.task(taskno=3)
+def test_a_failed_future_raises_at_the_yield_from(loop: EventLoop) -> None:
+    """The exception stored in the future comes out of `yield from`, after a pause too."""
+    fut: Future[int] = Future()
+    coro = waiter(fut)
+    assert coro.send(None) is fut
+    fut.set_exception(ValueError("connection reset"))
+    with pytest.raises(ValueError, match="connection reset"):
+        coro.send(None)
+    cancelled: Future[int] = Future()
+    cancelled.cancel()
+    with pytest.raises(CancelledError):
+        waiter(cancelled).send(None)
+
+
+@pytest.mark.task(taskno=3)
+def test_tasks_wait_for_one_future_with_yield_from(loop: EventLoop) -> None:
+    """Two tasks wait for one future that a timer resolves; both get its value."""
+    fut: Future[str] = Future()
+    loop.call_later(0.01, fut.set_result, "page")
+
+    def both() -> Coroutine[list[str]]:
+        first, second = Task(waiter(fut)), Task(waiter(fut))
+        return [(yield from first), (yield from second)]
+
+    assert run(loop, both()) == ["page", "page"]
+
+
+@pytest.mark.task(taskno=3)
+def test_try_except_around_yield_from_a_future_catches_its_error(loop: EventLoop) -> None:
+    """A future that fails later lets the waiting coroutine catch the error where it waited."""
+    fut: Future[str] = Future()
+    loop.call_later(0.01, fut.set_exception, ConnectionResetError("reset by peer"))
+
+    def careful() -> Coroutine[str]:
+        try:
+            return (yield from fut)
+        except ConnectionResetError as exc:
+            return f"caught: {exc}"
+
+    assert run(loop, careful()) == "caught: reset by peer"

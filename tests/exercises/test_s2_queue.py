@@ -1,0 +1,318 @@
+"""Exercise s2-queue: getters that wait, a count of unfinished work, and join().
+
+Task 1 is `Queue.get`, task 2 `Queue.task_done`, task 3 `Queue.join` (see
+shared/exercises/s2-queue/README.md). Each test makes a fresh stage 2 EventLoop and
+drives it for a few seconds at most.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Iterator
+from typing import TypeVar
+
+import pytest
+
+from stage2_generators.futures import CancelledError, Coroutine, Future
+from stage2_generators.loop import EventLoop
+from stage2_generators.queues import Queue
+from stage2_generators.tasks import Task, sleep
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # far above what any test here needs
+
+
+@pytest.fixture
+def loop() -> Iterator[EventLoop]:
+    """A fresh event loop (it makes itself the current one), closed after the test.
+
+    The tasks a failed test left unfinished are collected here, at a quiet moment.
+    Collected later, their clean-up could run in the middle of pytest's report of
+    another test, which CPython 3.11's ast module does not survive.
+    """
+    event_loop = EventLoop()
+    yield event_loop
+    event_loop.close()
+    gc.collect()
+
+
+class LoopErrors(logging.Handler):
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the exception of a logged record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def first(self) -> str:
+        """The first exception, as the start of a failure message ("" if there is none)."""
+        if not self.errors:
+            return ""
+        error = self.errors[0]
+        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+
+
+def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float = LIMIT_S) -> T:
+    """Drive the loop until `work` is done and return its result, as run_until_complete does.
+
+    Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
+    select() from sleeping past it), and fail the test when nothing is left that could ever
+    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
+    the first exception that a callback let out to the loop, which logs it and goes on:
+    most often, that is the cause.
+    """
+    future = work if isinstance(work, Future) else Task(work)
+    deadline = time.monotonic() + limit
+    errors = LoopErrors()
+    logger = logging.getLogger("stage2_generators.loop")
+    logger.addHandler(errors)
+    try:
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"{errors.first()}still not done after {limit} s: was a wake-up lost?")
+            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            busy = timers or loop._selector.get_map()
+            watchdog = loop.call_later(left, lambda: None) if busy else None
+            try:
+                loop.run_once()
+            except RuntimeError as exc:
+                if "deadlock" not in str(exc):
+                    raise
+                pytest.fail(f"{errors.first()}nothing is left that could finish the task ({exc})")
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+    finally:
+        logger.removeHandler(errors)
+    return future.result()
+
+
+# --- Task 1: Queue.get --------------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_get_returns_the_items_first_in_first_out(loop: EventLoop) -> None:
+    """Items already in the queue come out in the order they were put, without a wait."""
+    q: Queue[str] = Queue()
+    for item in ("a", "b", "c"):
+        q.put_nowait(item)
+    assert [run(loop, q.get()) for _ in range(3)] == ["a", "b", "c"]
+
+
+@pytest.mark.task(taskno=1)
+def test_get_waits_while_the_queue_is_empty(loop: EventLoop) -> None:
+    """get() pauses its coroutine until put_nowait() brings an item."""
+    q: Queue[str] = Queue()
+    events: list[str] = []
+
+    def producer() -> Coroutine[None]:
+        yield from sleep(0.01)
+        events.append("put")
+        q.put_nowait("item")
+
+    def consumer() -> Coroutine[str]:
+        Task(producer())
+        item = yield from q.get()
+        events.append("got")
+        return item
+
+    assert run(loop, consumer()) == "item"
+    assert events == ["put", "got"]
+
+
+@pytest.mark.task(taskno=1)
+def test_a_getter_that_finds_the_item_gone_waits_again(loop: EventLoop) -> None:
+    """Two getters wait, one item comes: one getter has it, the other waits for the next."""
+    q: Queue[int] = Queue()
+    got: list[int] = []
+
+    def getter() -> Coroutine[None]:
+        got.append((yield from q.get()))
+
+    def main() -> Coroutine[None]:
+        first, second = Task(getter()), Task(getter())
+        yield from sleep(0)  # both getters now wait
+        q.put_nowait(1)
+        yield from sleep(0.01)
+        assert got == [1]
+        assert [first.done(), second.done()].count(True) == 1, "both or neither finished"
+        q.put_nowait(2)
+        yield from first
+        yield from second
+
+    run(loop, main())
+    assert got == [1, 2]
+
+
+@pytest.mark.task(taskno=1)
+def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
+    """A getter cancelled right after put_nowait() woke it leaves the item to another."""
+    q: Queue[str] = Queue()
+    got: list[tuple[str, str]] = []
+
+    def getter(name: str) -> Coroutine[None]:
+        got.append((name, (yield from q.get())))
+
+    first, second = Task(getter("first")), Task(getter("second"))
+
+    def main() -> Coroutine[None]:
+        yield from sleep(0)  # both getters now wait
+        q.put_nowait("x")  # wakes the getters...
+        first.cancel()  # ...and the first is cancelled before it can run
+        yield from second
+
+    run(loop, main())
+    assert got == [("second", "x")]
+    assert first.cancelled()
+
+
+# --- Task 2: Queue.task_done --------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_task_done_counts_each_item_once(loop: EventLoop) -> None:
+    """One task_done() per item put; one more is a bug, and says so with ValueError."""
+    q: Queue[int] = Queue()
+    with pytest.raises(ValueError):
+        q.task_done()  # nothing was put
+    q.put_nowait(1)
+    q.put_nowait(2)
+    assert run(loop, q.get()) == 1
+    q.task_done()
+    assert run(loop, q.get()) == 2
+    q.task_done()
+    with pytest.raises(ValueError):
+        q.task_done()
+
+
+@pytest.mark.task(taskno=2)
+def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
+    """task_done() may run before get(): it counts items put and not yet done, not items held."""
+    q: Queue[int] = Queue()
+    q.put_nowait(1)
+    q.task_done()  # allowed: one item was put
+    with pytest.raises(ValueError):
+        q.task_done()
+    assert run(loop, q.get()) == 1, "task_done() must not remove the item"
+
+
+# --- Task 3: Queue.join (and task_done waking it) ------------------------------------------
+
+
+@pytest.mark.task(taskno=3)
+def test_join_returns_at_once_when_no_work_is_unfinished(loop: EventLoop) -> None:
+    """Nothing put, or everything done: join() has nothing to wait for."""
+    q: Queue[int] = Queue()
+    run(loop, q.join())
+    q.put_nowait(1)
+    run(loop, q.get())
+    q.task_done()
+    run(loop, q.join())
+
+
+@pytest.mark.task(taskno=3)
+def test_join_wakes_on_the_last_task_done_and_not_before(loop: EventLoop) -> None:
+    """join() returns when the count of unfinished items reaches zero, not before."""
+    q: Queue[int] = Queue()
+    for i in range(3):
+        q.put_nowait(i)
+    joined: list[str] = []
+
+    def joiner() -> Coroutine[None]:
+        yield from q.join()
+        joined.append("joined")
+
+    def main() -> Coroutine[None]:
+        waiting = Task(joiner())
+        for _ in range(3):
+            yield from sleep(0)  # give the joiner every chance to run
+            assert joined == [], "join() returned before the last task_done()"
+            yield from q.get()
+            q.task_done()
+        yield from waiting
+        assert joined == ["joined"]
+
+    run(loop, main())
+
+
+@pytest.mark.task(taskno=3)
+def test_join_waits_again_when_new_work_arrives(loop: EventLoop) -> None:
+    """Footnote 9: the count went to zero once, then new work makes join() wait again."""
+    q: Queue[int] = Queue()
+    q.put_nowait(1)
+    run(loop, q.get())
+    q.task_done()
+    run(loop, q.join())  # zero: returns at once
+    q.put_nowait(2)
+    joiner = Task(q.join())
+
+    def main() -> Coroutine[bool]:
+        yield from sleep(0.01)
+        return joiner.done()
+
+    assert run(loop, main()) is False, "join() did not wait for the new item"
+    assert run(loop, q.get()) == 2
+    q.task_done()
+    run(loop, joiner)
+
+
+@pytest.mark.task(taskno=3)
+def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> None:
+    """Cancelling one task in join() must not cancel another one's wait."""
+    q: Queue[int] = Queue()
+    q.put_nowait(1)
+    quitter, stayer = Task(q.join()), Task(q.join())
+
+    def main() -> Coroutine[None]:
+        yield from sleep(0)  # both joiners now wait
+        quitter.cancel()
+        yield from sleep(0.01)
+        assert quitter.cancelled()
+        assert not stayer.done(), "the other joiner was woken or cancelled too"
+        yield from q.get()
+        q.task_done()
+        yield from stayer
+
+    run(loop, main())
+
+
+@pytest.mark.task(taskno=3)
+def test_workers_and_join_visit_every_node_the_chapters_way(loop: EventLoop) -> None:
+    """The crawler's pattern on a graph: workers get, put new nodes, task_done; main joins."""
+    graph = {n: [(n * 3 + k) % 40 for k in (1, 2, 5)] for n in range(40)}
+    seen, visited = {0}, []
+    q: Queue[int] = Queue()
+    q.put_nowait(0)
+
+    def work() -> Coroutine[None]:
+        while True:
+            node = yield from q.get()
+            try:
+                yield from sleep(0.001 * (node % 3))  # "fetching" takes a while
+                visited.append(node)
+                for link in graph[node]:
+                    if link not in seen:
+                        seen.add(link)
+                        q.put_nowait(link)
+            finally:
+                q.task_done()
+
+    def crawl() -> Coroutine[None]:
+        workers = [Task(work()) for _ in range(4)]
+        yield from q.join()
+        for worker in workers:
+            worker.cancel()
+        for worker in workers:
+            with pytest.raises(CancelledError):
+                yield from worker
+
+    run(loop, crawl())
+    assert sorted(visited) == sorted(seen)
+    assert len(visited) == len(set(visited)) > 10

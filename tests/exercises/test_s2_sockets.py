@@ -1,0 +1,288 @@
+"""Exercise s2-sockets: a socket wait that ends in a Future, undone on every way out.
+
+Task 1 is `_when_ready`, the one wait every socket coroutine of stage 2 goes through;
+task 2 is `sock_connect` (see shared/exercises/s2-sockets/README.md). Sockets here are
+socket pairs and servers on 127.0.0.1. Each test makes a fresh stage 2 EventLoop and
+drives it for a few seconds at most.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import logging
+import socket
+import time
+from collections.abc import Iterator
+from typing import TypeVar
+
+import pytest
+
+from stage2_generators.futures import CancelledError, Coroutine, Future
+from stage2_generators.loop import EventLoop
+from stage2_generators.sockets import _when_ready, sock_connect, sock_recv, sock_sendall
+from stage2_generators.tasks import Task, sleep, wait_for
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # far above what any test here needs
+
+
+@pytest.fixture
+def loop() -> Iterator[EventLoop]:
+    """A fresh event loop (it makes itself the current one), closed after the test.
+
+    The tasks a failed test left unfinished are collected here, at a quiet moment.
+    Collected later, their clean-up could run in the middle of pytest's report of
+    another test, which CPython 3.11's ast module does not survive.
+    """
+    event_loop = EventLoop()
+    yield event_loop
+    event_loop.close()
+    gc.collect()
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """Two connected sockets; the first is non-blocking, for the coroutines to use."""
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    with ours, theirs:
+        yield ours, theirs
+
+
+class LoopErrors(logging.Handler):
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the exception of a logged record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def first(self) -> str:
+        """The first exception, as the start of a failure message ("" if there is none)."""
+        if not self.errors:
+            return ""
+        error = self.errors[0]
+        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+
+
+def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float = LIMIT_S) -> T:
+    """Drive the loop until `work` is done and return its result, as run_until_complete does.
+
+    Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
+    select() from sleeping past it), and fail the test when nothing is left that could ever
+    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
+    the first exception that a callback let out to the loop, which logs it and goes on:
+    most often, that is the cause.
+    """
+    future = work if isinstance(work, Future) else Task(work)
+    deadline = time.monotonic() + limit
+    errors = LoopErrors()
+    logger = logging.getLogger("stage2_generators.loop")
+    logger.addHandler(errors)
+    try:
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"{errors.first()}still not done after {limit} s: was a wake-up lost?")
+            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            busy = timers or loop._selector.get_map()
+            watchdog = loop.call_later(left, lambda: None) if busy else None
+            try:
+                loop.run_once()
+            except RuntimeError as exc:
+                if "deadlock" not in str(exc):
+                    raise
+                pytest.fail(f"{errors.first()}nothing is left that could finish the task ({exc})")
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+    finally:
+        logger.removeHandler(errors)
+    return future.result()
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nobody listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+# --- Task 1: _when_ready ------------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_recv_waits_until_the_data_arrives(
+    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """sock_recv on an empty socket waits for it to be readable, then returns the bytes."""
+    ours, theirs = pair
+    loop.call_later(0.02, theirs.send, b"hello")
+    assert run(loop, sock_recv(ours, 100)) == b"hello"
+    assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
+
+
+@pytest.mark.task(taskno=1)
+def test_other_tasks_run_while_a_socket_waits(
+    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """Waiting for a socket pauses one coroutine, not the loop."""
+    ours, theirs = pair
+    ticks: list[int] = []
+
+    def main() -> Coroutine[bytes]:
+        reader = Task(sock_recv(ours, 100))
+        for tick in range(3):
+            yield from sleep(0.005)
+            ticks.append(tick)
+        assert not reader.done()
+        theirs.send(b"late")
+        return (yield from reader)
+
+    assert run(loop, main()) == b"late"
+    assert ticks == [0, 1, 2]
+
+
+@pytest.mark.task(taskno=1)
+def test_sendall_and_recv_move_a_megabyte_in_both_directions_at_once(
+    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """More than the buffers hold: sends are partial and every wait goes round the loop."""
+    ours, theirs = pair
+    theirs.setblocking(False)
+    payload = bytes(range(256)) * 4096  # 1 MiB
+
+    def receive(sock: socket.socket) -> Coroutine[bytes]:
+        received = bytearray()
+        while len(received) < len(payload):
+            received += yield from sock_recv(sock, 65536)
+        return bytes(received)
+
+    def main() -> Coroutine[tuple[bytes, bytes]]:
+        tasks = [Task(sock_sendall(ours, payload)), Task(sock_sendall(theirs, payload))]
+        got = (yield from receive(theirs)), (yield from receive(ours))
+        for task in tasks:
+            yield from task
+        return got
+
+    assert run(loop, main()) == (payload, payload)
+    for sock in pair:
+        assert loop.remove_reader(sock) is False and loop.remove_writer(sock) is False
+
+
+@pytest.mark.task(taskno=1)
+def test_an_error_of_the_socket_call_is_raised_in_the_coroutine(
+    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """The peer has gone: send() fails in the loop's callback, and the coroutine gets it."""
+    ours, theirs = pair
+    theirs.close()
+    with pytest.raises(OSError):  # BrokenPipeError or ConnectionResetError
+        run(loop, sock_sendall(ours, b"anyone there?"))
+    assert loop.remove_writer(ours) is False, "the socket is still registered for writing"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_call_that_would_block_waits_for_the_next_wake_up(
+    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """A spurious wake-up (the call would block after all) is not an error: wait again."""
+    ours, theirs = pair
+    theirs.send(b"x")  # readable from now on: the loop wakes the wait on every turn
+    calls: list[int] = []
+
+    def attempt() -> str:
+        calls.append(len(calls))
+        if len(calls) < 3:
+            raise BlockingIOError("not yet")
+        return "third time"
+
+    assert run(loop, _when_ready(ours, False, attempt)) == "third time"
+    assert len(calls) == 3
+    assert loop.remove_reader(ours) is False
+
+
+@pytest.mark.task(taskno=1)
+def test_a_cancelled_wait_unregisters_its_socket(
+    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """Cancellation is a way out too: the socket is unregistered before the error goes on."""
+    ours, _ = pair
+    with pytest.raises(TimeoutError):
+        run(loop, wait_for(sock_recv(ours, 100), timeout=0.02))
+    assert loop.remove_reader(ours) is False, "the cancelled wait left its socket registered"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_wake_up_that_comes_after_a_cancel_consumes_nothing(
+    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+) -> None:
+    """Cancelled while the socket's callback waits in the ready queue: it must not recv."""
+    ours, theirs = pair
+    reader = Task(sock_recv(ours, 100))
+    loop.run_once()  # the first step: nothing to read, so the task waits for the socket
+    assert not reader.done()
+    theirs.send(b"data")
+    loop.call_soon(reader.cancel)  # ready before the loop polls: it runs first
+    with pytest.raises(CancelledError):
+        run(loop, reader)
+    assert ours.recv(100) == b"data", "a cancelled wait read the bytes and lost them"
+
+
+# --- Task 2: sock_connect -----------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_connect_to_a_listening_server(loop: EventLoop) -> None:
+    """The connect completes on the loop; then the socket carries data both ways."""
+    with socket.create_server(("127.0.0.1", 0)) as listener, socket.socket() as sock:
+        sock.setblocking(False)
+        assert run(loop, sock_connect(sock, listener.getsockname())) is None
+        conn, _ = listener.accept()  # the handshake is complete: accept() does not block
+        with conn:
+            assert sock.getpeername() == listener.getsockname()
+            conn.sendall(b"welcome")
+            assert run(loop, sock_recv(sock, 100)) == b"welcome"
+        assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
+
+
+@pytest.mark.task(taskno=2)
+def test_a_refused_connect_raises_connection_refused(loop: EventLoop) -> None:
+    """Writable means the handshake ended, not that it worked: the error comes from SO_ERROR."""
+    with socket.socket() as sock:
+        sock.setblocking(False)
+        with pytest.raises(ConnectionRefusedError):
+            run(loop, sock_connect(sock, ("127.0.0.1", closed_port())))
+        assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
+
+
+@pytest.mark.task(taskno=2)
+def test_many_connects_wait_side_by_side(loop: EventLoop) -> None:
+    """Twenty connects at once, on one loop: every other one refused, the rest connected."""
+
+    def attempt(sock: socket.socket, port: int) -> Coroutine[str]:
+        sock.setblocking(False)
+        try:
+            yield from sock_connect(sock, ("127.0.0.1", port))
+        except ConnectionRefusedError:
+            return "refused"
+        return "connected"
+
+    with contextlib.ExitStack() as stack:
+        listener = stack.enter_context(socket.create_server(("127.0.0.1", 0), backlog=20))
+        sockets = [stack.enter_context(socket.socket()) for _ in range(20)]
+        ports = [listener.getsockname()[1], closed_port()] * 10
+
+        def main() -> Coroutine[list[str]]:
+            tasks = [Task(attempt(s, p)) for s, p in zip(sockets, ports, strict=True)]
+            outcomes = []
+            for task in tasks:
+                outcomes.append((yield from task))
+            return outcomes
+
+        assert run(loop, main()) == ["connected", "refused"] * 10

@@ -1,0 +1,454 @@
+"""Exercise s2-step: a Task resumes its paused generator with send() and throw().
+
+Task 1 is the send half of `Task._step`, task 2 `Task._wakeup` (with the subscription
+in `_step`), task 3 the throw half of `_step`: errors, cancellation, a bad yield,
+KeyboardInterrupt and --trace (see shared/exercises/s2-step/README.md). Each test makes
+a fresh stage 2 EventLoop and drives it for a few seconds at most.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import io
+import logging
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from shared.interrupt import PipeClosed
+from shared.trace import Tracer
+from stage2_generators.futures import CancelledError, Coroutine, Future
+from stage2_generators.loop import EventLoop, get_event_loop
+from stage2_generators.tasks import Task, sleep
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # far above what any test here needs
+
+
+@pytest.fixture
+def loop() -> Iterator[EventLoop]:
+    """A fresh event loop (it makes itself the current one), closed after the test.
+
+    The tasks a failed test left unfinished are collected here, at a quiet moment.
+    Collected later, their clean-up could run in the middle of pytest's report of
+    another test, which CPython 3.11's ast module does not survive.
+    """
+    event_loop = EventLoop()
+    yield event_loop
+    event_loop.close()
+    gc.collect()
+
+
+class LoopErrors(logging.Handler):
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the exception of a logged record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def first(self) -> str:
+        """The first exception, as the start of a failure message ("" if there is none)."""
+        if not self.errors:
+            return ""
+        error = self.errors[0]
+        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+
+
+def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float = LIMIT_S) -> T:
+    """Drive the loop until `work` is done and return its result, as run_until_complete does.
+
+    Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
+    select() from sleeping past it), and fail the test when nothing is left that could ever
+    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
+    the first exception that a callback let out to the loop, which logs it and goes on:
+    most often, that is the cause.
+    """
+    future = work if isinstance(work, Future) else Task(work)
+    deadline = time.monotonic() + limit
+    errors = LoopErrors()
+    logger = logging.getLogger("stage2_generators.loop")
+    logger.addHandler(errors)
+    try:
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"{errors.first()}still not done after {limit} s: was a wake-up lost?")
+            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            busy = timers or loop._selector.get_map()
+            watchdog = loop.call_later(left, lambda: None) if busy else None
+            try:
+                loop.run_once()
+            except RuntimeError as exc:
+                if "deadlock" not in str(exc):
+                    raise
+                pytest.fail(f"{errors.first()}nothing is left that could finish the task ({exc})")
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+    finally:
+        logger.removeHandler(errors)
+    return future.result()
+
+
+def frame_names(exc: BaseException) -> list[str]:
+    """The function names in the traceback of `exc`, outermost first."""
+    return [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
+
+
+def resolve_soon(value: Any) -> Future[Any]:
+    """A pending future that the loop resolves with `value` on its next turn."""
+    fut: Future[Any] = Future()
+    get_event_loop().call_soon(fut.set_result, value)
+    return fut
+
+
+def fail_soon(exc: BaseException) -> Future[Any]:
+    """A pending future that the loop fails with `exc` on its next turn."""
+    fut: Future[Any] = Future()
+    get_event_loop().call_soon(fut.set_exception, exc)
+    return fut
+
+
+# --- Task 1: _step sends, and settles the task --------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_a_coroutine_that_returns_settles_its_task_with_the_value(loop: EventLoop) -> None:
+    """StopIteration carries the return value: the task resolves itself with it."""
+
+    def answer() -> Coroutine[int]:
+        yield from ()  # a generator that never pauses
+        return 42
+
+    task = Task(answer())
+    assert not task.done(), "creating a task schedules its first step; it does not run it"
+    assert run(loop, task) == 42
+
+
+@pytest.mark.task(taskno=1)
+def test_a_step_runs_the_coroutine_up_to_its_next_pause(loop: EventLoop) -> None:
+    """One step sends None into a fresh coroutine and stops where it yields a pending future."""
+    events: list[str] = []
+
+    def pauses() -> Coroutine[None]:
+        events.append("started")
+        yield from Future()  # nobody resolves this
+        events.append("resumed")
+
+    task = Task(pauses())
+    loop.run_once()
+    assert events == ["started"]
+    assert not task.done()
+
+
+@pytest.mark.task(taskno=1)
+def test_an_exception_settles_the_task_and_the_loop_goes_on(
+    loop: EventLoop, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An exception out of the coroutine is the task's outcome, not a crash of the loop."""
+
+    def broken() -> Coroutine[None]:
+        yield from ()
+        raise ValueError("bad page")
+
+    task = Task(broken())
+    with (
+        caplog.at_level(logging.ERROR, logger="stage2_generators.loop"),
+        pytest.raises(ValueError, match="bad page"),
+    ):
+        run(loop, task)
+    assert isinstance(task.exception(), ValueError)
+    assert "Exception in callback" not in caplog.text, "the step let the error reach the loop"
+
+
+# --- Task 2: _wakeup, and the subscription in _step -----------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_a_task_resumes_when_its_future_is_resolved(loop: EventLoop) -> None:
+    """The task waits for the future its coroutine yielded, then resumes it with the value."""
+    fut: Future[int] = Future()
+    loop.call_later(0.01, fut.set_result, 21)
+
+    def doubler() -> Coroutine[int]:
+        value = yield from fut
+        return value * 2
+
+    assert run(loop, doubler()) == 42
+
+
+@pytest.mark.task(taskno=2)
+def test_the_value_travels_down_the_yield_from_chain(loop: EventLoop) -> None:
+    """The innermost coroutine gets the value; each level returns it up, as calls do."""
+
+    def inner() -> Coroutine[str]:
+        first = yield from resolve_soon("chunk 1, ")
+        second = yield from resolve_soon("chunk 2")
+        return first + second
+
+    def middle() -> Coroutine[str]:
+        return "<" + (yield from inner()) + ">"
+
+    def outer() -> Coroutine[str]:
+        return (yield from middle()).upper()
+
+    assert run(loop, outer()) == "<CHUNK 1, CHUNK 2>"
+
+
+@pytest.mark.task(taskno=2)
+def test_tasks_run_side_by_side_and_wait_for_each_other(loop: EventLoop) -> None:
+    """A Task is a Future: `yield from task` waits for it and returns its coroutine's value."""
+    order: list[str] = []
+
+    def worker(name: str, delay: float) -> Coroutine[str]:
+        yield from sleep(delay)
+        order.append(name)
+        return name.upper()
+
+    def main() -> Coroutine[list[str]]:
+        slow, fast = Task(worker("slow", 0.03)), Task(worker("fast", 0.01))
+        return [(yield from slow), (yield from fast)]
+
+    assert run(loop, main()) == ["SLOW", "FAST"]
+    assert order == ["fast", "slow"], "the tasks did not run side by side"
+
+
+@pytest.mark.task(taskno=2)
+def test_the_chapters_bare_yield_of_a_future_receives_its_value(loop: EventLoop) -> None:
+    """`value = yield future`, the chapter's first style, gets the value the task sends in."""
+
+    def early_style() -> Coroutine[str]:
+        value = yield resolve_soon("sent in")
+        return value  # type: ignore[no-any-return]
+
+    assert run(loop, early_style()) == "sent in"
+
+
+# --- Task 3: _step throws: errors, cancellation, a bad yield, BaseExceptions, --trace ------------
+
+
+@pytest.mark.task(taskno=3)
+def test_an_error_is_thrown_in_at_the_paused_yield_from(loop: EventLoop) -> None:
+    """A future that fails raises inside the coroutine, where try/except can catch it."""
+
+    def careful() -> Coroutine[str]:
+        try:
+            yield from fail_soon(ConnectionResetError("reset by peer"))
+        except ConnectionResetError as exc:
+            return f"caught: {exc}"
+        return "not caught"
+
+    assert run(loop, careful()) == "caught: reset by peer"
+
+
+def fail_from_loop() -> Coroutine[None]:
+    """Wait for a future that a loop callback fails: the exception arrives from outside."""
+    yield from fail_soon(ValueError("set by a callback"))
+
+
+def raise_after_pause() -> Coroutine[None]:
+    """Pause once, then fail: the exception starts inside the coroutine."""
+    yield from resolve_soon(None)
+    raise ValueError("raised after a pause")
+
+
+@pytest.mark.task(taskno=3)
+@pytest.mark.parametrize("innermost", [fail_from_loop, raise_after_pause])
+def test_stack_ripping_cured_the_traceback_has_every_coroutine(
+    loop: EventLoop, innermost: Callable[[], Coroutine[None]]
+) -> None:
+    """The failed task's traceback runs from the outermost coroutine to the innermost."""
+
+    def middle() -> Coroutine[None]:
+        yield from innermost()
+
+    def outer() -> Coroutine[None]:
+        yield from middle()
+
+    with pytest.raises(ValueError) as info:
+        run(loop, outer())
+    wanted = ["outer", "middle", innermost.__name__]
+    assert [name for name in frame_names(info.value) if name in wanted] == wanted
+
+
+@pytest.mark.task(taskno=3)
+def test_a_cancelled_future_cancels_the_task_waiting_for_it(loop: EventLoop) -> None:
+    """CancelledError thrown in and not caught: the task ends up cancelled, not failed."""
+    fut: Future[None] = Future()
+    loop.call_soon(fut.cancel)
+    events: list[str] = []
+
+    def waiting() -> Coroutine[None]:
+        try:
+            yield from fut
+        finally:
+            events.append("finally")
+
+    task = Task(waiting())
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert task.cancelled()
+    assert events == ["finally"]
+
+
+@pytest.mark.task(taskno=3)
+def test_task_cancel_lands_at_the_paused_yield_from(loop: EventLoop) -> None:
+    """cancel() raises CancelledError where the coroutine waits; its finally block runs."""
+    events: list[str] = []
+
+    def stuck() -> Coroutine[None]:
+        try:
+            events.append("paused")
+            yield from Future()  # nobody will ever resolve this
+            events.append("resumed")
+        finally:
+            events.append("finally")
+
+    def main() -> Coroutine[None]:
+        task = Task(stuck())
+        yield from sleep(0.01)
+        assert task.cancel() is True
+        yield from task
+
+    with pytest.raises(CancelledError):
+        run(loop, main())
+    assert events == ["paused", "finally"]
+
+
+@pytest.mark.task(taskno=3)
+def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
+    """A coroutine that catches CancelledError and returns gives its task a result."""
+
+    def stubborn() -> Coroutine[str]:
+        try:
+            yield from sleep(10)
+        except CancelledError:
+            return "cleaned up"
+        return "slept"
+
+    def main() -> Coroutine[tuple[str, bool]]:
+        task = Task(stubborn())
+        yield from sleep(0)
+        task.cancel()
+        result = yield from task
+        return result, task.cancelled()
+
+    assert run(loop, main()) == ("cleaned up", False)
+
+
+@pytest.mark.task(taskno=3)
+def test_a_task_cancelled_before_its_first_step_never_runs(loop: EventLoop) -> None:
+    """cancel() before the first step: that step throws at once, and the body never runs."""
+    events: list[str] = []
+
+    def never() -> Coroutine[None]:
+        events.append("ran")
+        yield from sleep(0)
+
+    task = Task(never())
+    task.cancel()
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert task.cancelled()
+    assert events == []
+
+
+@pytest.mark.task(taskno=3)
+def test_yielding_a_non_future_fails_the_task_at_the_bad_yield(loop: EventLoop) -> None:
+    """A bare `yield 42` where `yield from` was meant: RuntimeError, raised at that line."""
+
+    def buggy() -> Coroutine[None]:
+        yield 42  # type: ignore[misc]
+
+    def fine() -> Coroutine[str]:
+        yield from sleep(0.01)
+        return "still running"
+
+    bad, good = Task(buggy()), Task(fine())
+    assert run(loop, good) == "still running", "one bad task stopped the others"
+    assert bad.done(), "the task that yielded 42 was left hanging"
+    error = bad.exception()
+    assert isinstance(error, RuntimeError)
+    assert "buggy" in frame_names(error), "the error is not raised inside the coroutine"
+
+
+@pytest.mark.task(taskno=3)
+def test_keyboard_interrupt_settles_the_task_and_stops_the_loop(loop: EventLoop) -> None:
+    """Not an Exception: the task records it, and it goes on out of the loop."""
+
+    def interrupted() -> Coroutine[None]:
+        yield from resolve_soon(None)
+        raise KeyboardInterrupt
+
+    task = Task(interrupted())
+    with pytest.raises(KeyboardInterrupt):
+        run(loop, task)
+    assert task.done(), "the task was left half-run"
+    assert isinstance(task.exception(), KeyboardInterrupt)
+
+
+class RecordingTracer(Tracer):
+    """A --trace that records each resumption, and raises PipeClosed at call `fail_at`."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        super().__init__(io.StringIO())
+        self.calls: list[tuple[str, Any]] = []
+        self.fail_at = fail_at
+
+    def resume(self, who: str, coro: Any, value: Any) -> None:
+        self.calls.append((who, value))
+        if len(self.calls) == self.fail_at:
+            raise PipeClosed("nobody reads the trace any more")
+
+
+@pytest.mark.task(taskno=3)
+def test_trace_reports_each_resumption_with_its_value_or_error() -> None:
+    """With --trace, every step tells the tracer which task resumes, and with what."""
+
+    def reader() -> Coroutine[str]:
+        value = yield from resolve_soon(42)
+        with contextlib.suppress(ValueError):
+            yield from fail_soon(ValueError("bad"))
+        return f"read {value}"
+
+    tracer = RecordingTracer()
+    loop = EventLoop(tracer)
+    try:
+        assert run(loop, Task(reader(), name="reader")) == "read 42"
+    finally:
+        loop.close()
+    assert [who for who, _ in tracer.calls] == ["reader"] * 3
+    assert tracer.calls[0][1] is None and tracer.calls[1][1] == 42
+    assert isinstance(tracer.calls[2][1], ValueError)
+
+
+@pytest.mark.task(taskno=3)
+def test_an_error_from_the_tracer_is_thrown_in_so_finally_blocks_run() -> None:
+    """The trace's reader went away: PipeClosed lands at the `yield from`, like any error."""
+    loop = EventLoop(RecordingTracer(fail_at=2))
+    events: list[str] = []
+
+    def traced() -> Coroutine[None]:
+        try:
+            yield from resolve_soon(None)
+            events.append("resumed")
+        finally:
+            events.append("finally")
+
+    try:
+        task = Task(traced())
+        with pytest.raises(PipeClosed):
+            run(loop, task)
+    finally:
+        loop.close()
+    assert events == ["finally"], "the coroutine ran on, or never got the error"
+    assert task.done() and isinstance(task.exception(), PipeClosed)

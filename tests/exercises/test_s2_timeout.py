@@ -1,0 +1,318 @@
+"""Exercise s2-timeout: timeouts by cancellation.
+
+Task 1 is `Task.cancel`, task 2 `wait_for` (see shared/exercises/s2-timeout/README.md).
+Each test makes a fresh stage 2 EventLoop and drives it for a few seconds at most.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import socket
+import time
+from collections.abc import Iterator
+from typing import TypeVar
+
+import pytest
+
+from stage2_generators.futures import CancelledError, Coroutine, Future
+from stage2_generators.loop import EventLoop, get_event_loop
+from stage2_generators.sockets import sock_recv
+from stage2_generators.tasks import Task, sleep, wait_for
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # far above what any test here needs
+
+
+@pytest.fixture
+def loop() -> Iterator[EventLoop]:
+    """A fresh event loop (it makes itself the current one), closed after the test.
+
+    The tasks a failed test left unfinished are collected here, at a quiet moment.
+    Collected later, their clean-up could run in the middle of pytest's report of
+    another test, which CPython 3.11's ast module does not survive.
+    """
+    event_loop = EventLoop()
+    yield event_loop
+    event_loop.close()
+    gc.collect()
+
+
+class LoopErrors(logging.Handler):
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Keep the exception of a logged record."""
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def first(self) -> str:
+        """The first exception, as the start of a failure message ("" if there is none)."""
+        if not self.errors:
+            return ""
+        error = self.errors[0]
+        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+
+
+def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float = LIMIT_S) -> T:
+    """Drive the loop until `work` is done and return its result, as run_until_complete does.
+
+    Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
+    select() from sleeping past it), and fail the test when nothing is left that could ever
+    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
+    the first exception that a callback let out to the loop, which logs it and goes on:
+    most often, that is the cause.
+    """
+    future = work if isinstance(work, Future) else Task(work)
+    deadline = time.monotonic() + limit
+    errors = LoopErrors()
+    logger = logging.getLogger("stage2_generators.loop")
+    logger.addHandler(errors)
+    try:
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"{errors.first()}still not done after {limit} s: was a wake-up lost?")
+            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            busy = timers or loop._selector.get_map()
+            watchdog = loop.call_later(left, lambda: None) if busy else None
+            try:
+                loop.run_once()
+            except RuntimeError as exc:
+                if "deadlock" not in str(exc):
+                    raise
+                pytest.fail(f"{errors.first()}nothing is left that could finish the task ({exc})")
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
+    finally:
+        logger.removeHandler(errors)
+    return future.result()
+
+
+def live_timers(loop: EventLoop) -> int:
+    """How many timers the loop still holds that have not been cancelled."""
+    return sum(not handle._cancelled for _, _, handle in loop._timers)
+
+
+def guarded(events: list[str], delay: float = 10.0) -> Coroutine[str]:
+    """Sleep for `delay` seconds, noting where the coroutine was when it stopped."""
+    try:
+        events.append("sleeping")
+        yield from sleep(delay)
+        events.append("woke up")
+        return "slept"
+    finally:
+        events.append("finally")
+
+
+# --- Task 1: Task.cancel ------------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_cancel_lands_at_the_pause_and_the_finally_block_runs_on_the_loop(
+    loop: EventLoop,
+) -> None:
+    """cancel() only asks: the coroutine gets CancelledError at its next step, on the loop."""
+    events: list[str] = []
+    task = Task(guarded(events))
+    loop.run_once()  # the first step: the coroutine now sleeps
+    assert task.cancel() is True
+    assert events == ["sleeping"], "the clean-up ran inside cancel(): it belongs to the loop"
+    assert not task.done()
+    start = time.monotonic()
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert time.monotonic() - start < 1, "the task slept on: cancel() did not wake it"
+    assert events == ["sleeping", "finally"]
+    assert task.cancelled()
+    assert live_timers(loop) == 0, "the sleep's timer was left behind"
+
+
+@pytest.mark.task(taskno=1)
+def test_cancel_says_whether_there_was_anything_to_cancel(loop: EventLoop) -> None:
+    """False for a task that is done already, whose result stays as it was."""
+    task = Task(guarded([], delay=0))
+    assert run(loop, task) == "slept"
+    assert task.cancel() is False
+    assert not task.cancelled() and task.result() == "slept"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
+    """A coroutine that catches CancelledError and returns gives its task a result."""
+
+    def stubborn() -> Coroutine[str]:
+        try:
+            yield from sleep(10)
+        except CancelledError:
+            return "cleaned up"
+        return "slept"
+
+    def main() -> Coroutine[tuple[str, bool]]:
+        task = Task(stubborn())
+        yield from sleep(0)
+        task.cancel()
+        return (yield from task), task.cancelled()
+
+    assert run(loop, main()) == ("cleaned up", False)
+
+
+@pytest.mark.task(taskno=1)
+def test_a_task_cancelled_before_it_started_never_runs(loop: EventLoop) -> None:
+    """Cancelled between Task() and its first step: the coroutine's body never runs."""
+    events: list[str] = []
+    task = Task(guarded(events))
+    assert task.cancel() is True
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert events == [] and task.cancelled()
+
+
+@pytest.mark.task(taskno=1)
+def test_cancelling_a_task_cancels_the_task_it_waits_for(loop: EventLoop) -> None:
+    """The future a task waits on is cancelled with it: here, another task."""
+    events: list[str] = []
+    inner = Task(guarded(events))
+
+    def outer() -> Coroutine[str]:
+        return (yield from inner)
+
+    waiting = Task(outer())
+
+    def main() -> Coroutine[None]:
+        yield from sleep(0.01)
+        waiting.cancel()
+        with pytest.raises(CancelledError):
+            yield from waiting
+
+    run(loop, main())
+    assert waiting.cancelled() and inner.cancelled()
+    assert events == ["sleeping", "finally"]
+
+
+@pytest.mark.task(taskno=1)
+def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
+    """cancel() from inside the running coroutine lands at its next `yield from`."""
+    events: list[str] = []
+    me: list[Task[None]] = []
+
+    def selfish() -> Coroutine[None]:
+        assert me[0].cancel() is True
+        events.append("asked")
+        try:
+            fut: Future[None] = Future()
+            get_event_loop().call_soon(fut.set_result, None)
+            yield from fut
+            events.append("resumed")
+        except CancelledError:
+            events.append("cancelled")
+            raise
+
+    me.append(Task(selfish()))
+    with pytest.raises(CancelledError):
+        run(loop, me[0])
+    assert events == ["asked", "cancelled"]
+
+
+# --- Task 2: wait_for ---------------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_a_result_in_time_passes_through_and_leaves_no_timer(loop: EventLoop) -> None:
+    """Done before the timeout: its value comes back, and the timeout's timer is cancelled."""
+    assert run(loop, wait_for(guarded([], delay=0.01), timeout=2)) == "slept"
+    assert live_timers(loop) == 0, "the timeout's timer is still set"
+
+
+@pytest.mark.task(taskno=2)
+def test_an_error_in_time_passes_through(loop: EventLoop) -> None:
+    """An exception before the timeout is the caller's exception, not a TimeoutError."""
+
+    def failing() -> Coroutine[None]:
+        yield from sleep(0.01)
+        raise ConnectionResetError("reset by peer")
+
+    with pytest.raises(ConnectionResetError, match="reset by peer"):
+        run(loop, wait_for(failing(), timeout=2))
+    assert live_timers(loop) == 0, "the timeout's timer is still set"
+
+
+@pytest.mark.task(taskno=2)
+def test_a_timeout_cancels_the_coroutine_then_raises_timeout_error(loop: EventLoop) -> None:
+    """The coroutine is cancelled at its pause; its finally runs before the caller hears."""
+    events: list[str] = []
+
+    def caller() -> Coroutine[None]:
+        try:
+            yield from wait_for(guarded(events), timeout=0.05)
+        except TimeoutError:
+            events.append("TimeoutError")
+
+    start = time.monotonic()
+    run(loop, caller())
+    elapsed = time.monotonic() - start
+    assert events == ["sleeping", "finally", "TimeoutError"]
+    assert 0.05 <= elapsed < 1
+
+
+@pytest.mark.task(taskno=2)
+def test_a_timed_out_read_unregisters_its_socket(loop: EventLoop) -> None:
+    """A read that never gets its bytes: TimeoutError, and the socket is no longer watched."""
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    with ours, theirs:
+        with pytest.raises(TimeoutError):
+            run(loop, wait_for(sock_recv(ours, 100), timeout=0.05))
+        assert loop.remove_reader(ours) is False, "the timed-out read left its socket watched"
+
+
+@pytest.mark.task(taskno=2)
+def test_the_callers_own_cancellation_is_not_a_timeout(loop: EventLoop) -> None:
+    """Cancelled from outside: CancelledError passes through, and the coroutine is cancelled."""
+    events: list[str] = []
+    caller = Task(wait_for(guarded(events), timeout=3))
+
+    def main() -> Coroutine[None]:
+        yield from sleep(0.02)
+        caller.cancel()
+        with pytest.raises(CancelledError):  # a TimeoutError here would fail the test
+            yield from caller
+
+    start = time.monotonic()
+    run(loop, main())
+    assert time.monotonic() - start < 1
+    assert caller.cancelled()
+    assert events == ["sleeping", "finally"]
+    assert live_timers(loop) == 0, "the timeout's timer is still set"
+
+
+@pytest.mark.task(taskno=2)
+def test_a_cancel_in_the_same_turn_as_the_timeout_is_still_a_cancel(loop: EventLoop) -> None:
+    """The caller is cancelled in the very turn its timer fires: CancelledError, not timeout.
+
+    A cancel turned into TimeoutError would be lost: the crawler retries a request that
+    timed out, so a worker stopped by Ctrl-C would go on crawling.
+    """
+    events: list[str] = []
+    outcome: list[str] = []
+
+    def caller() -> Coroutine[None]:
+        try:
+            yield from wait_for(guarded(events), timeout=0.05)
+        except TimeoutError:
+            outcome.append("TimeoutError")  # the wrong answer: the cancel is lost
+        except CancelledError:
+            outcome.append("CancelledError")
+            raise
+
+    task = Task(caller())
+    loop.call_later(0.05, task.cancel)  # set before wait_for's timer: both fire in one turn
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert outcome == ["CancelledError"]
+    assert events == ["sleeping", "finally"], "the cancelled request did not clean up first"

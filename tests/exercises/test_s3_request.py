@@ -1,0 +1,243 @@
+"""Exercise s3-request: one GET with aiohttp, redirects not followed, the body capped.
+
+Task 1 is stage 3's `Crawler.request` as far as complete responses go, task 2 its size
+cap (see shared/exercises/s3-request/README.md). The tests serve their own pages on
+127.0.0.1 from the test's event loop, and crawl the test site for its oracle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+import stage3_asyncio.crawler as stage3
+from shared import USER_AGENT
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.responses import Response
+from shared.testsite import Expected, Site
+from stage3_asyncio.crawler import Crawler
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # far above what any request here needs
+CRAWL_LIMIT_S = 30.0  # a whole crawl of the default site takes a second or two
+CAP = 1000  # the size cap in the tests of task 2, instead of 10 MiB
+PAGE = b"<html><body>" + b"<p>words</p>" * 20_000 + b"</body></html>"  # 240 kB: many chunks
+
+
+class Pages:
+    """A tiny web server's pages, and the raw request lines it received."""
+
+    def __init__(self) -> None:
+        self.requested: list[str] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Answer by path; see each branch."""
+        self.requested.append(request.raw_path)
+        path = request.path
+        if path == "/page":
+            headers = {"X-Crawler-Test": "Kept"}
+            return web.Response(body=PAGE, content_type="text/html", headers=headers)
+        if path == "/moved":
+            return web.Response(status=301, headers={"Location": "/page"})
+        if path == "/missing":
+            return web.Response(status=404, text="no such page")
+        if path.startswith("/exact/"):  # /exact/N: N bytes with a Content-Length
+            return web.Response(body=b"x" * int(path.split("/")[2]), content_type="text/plain")
+        if path == "/endless":  # chunked, no Content-Length, never ends on its own
+            return await self.endless(request)
+        return web.Response(body=request.raw_path.encode(), content_type="text/plain")
+
+    async def endless(self, request: web.Request) -> web.StreamResponse:
+        """Send 500-byte chunks until the client goes away."""
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        try:
+            while True:
+                await response.write(b"y" * 500)
+                await asyncio.sleep(0.001)
+        except (ConnectionError, RuntimeError):  # the client closed the connection
+            return response
+
+
+async def served(pages: Pages, body: Callable[[str], Awaitable[T]]) -> T:
+    """Serve `pages` on 127.0.0.1 while body(base_url) runs."""
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", pages.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    try:
+        return await body(f"http://127.0.0.1:{port}/")
+    finally:
+        await runner.cleanup()
+
+
+def get(*paths: str) -> tuple[list[Response], Pages]:
+    """Call Crawler.request for each path of a fresh tiny server, in a session as crawl's."""
+    pages = Pages()
+
+    async def requests(base_url: str) -> list[Response]:
+        crawler = Crawler([base_url])
+        async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=LIMIT_S), headers={"User-Agent": USER_AGENT}
+        ) as crawler.session:
+            return [
+                await asyncio.wait_for(crawler.request(base_url + path), LIMIT_S) for path in paths
+            ]
+
+    return asyncio.run(served(pages, requests)), pages
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on order)."""
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        stat.error is not None,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    """The oracle's record, in the order of fields()."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The page set equals the oracle's, and each record agrees with it field by field."""
+    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = {
+        url: (fields(stat), expected_fields(expected[url]))
+        for url, stat in result.by_url().items()
+        if fields(stat) != expected_fields(expected[url])
+    }
+    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
+        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
+    )
+
+
+# --- Task 1: a GET and its whole response ---------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_a_page_comes_back_whole_with_lower_case_header_names() -> None:
+    """Status, every byte of the body, and the headers under lower-case names."""
+    (response,), _ = get("page")
+    assert response.status == 200
+    assert response.body == PAGE
+    assert not response.too_large
+    assert response.headers.get("content-type", "").startswith("text/html")
+    assert response.headers.get("x-crawler-test") == "Kept"
+    assert all(name == name.lower() for name in response.headers)
+
+
+@pytest.mark.task(taskno=1)
+def test_a_redirect_is_returned_not_followed() -> None:
+    """The crawler follows redirects itself: request() hands back the 301 and its Location."""
+    (response,), pages = get("moved")
+    assert response.status == 301
+    assert response.headers.get("location") == "/page"
+    assert pages.requested == ["/moved"], "the redirect was followed"
+
+
+@pytest.mark.task(taskno=1)
+def test_an_error_status_is_a_response_not_an_exception() -> None:
+    """A 404 is data for the report: request() returns it."""
+    (response,), _ = get("missing")
+    assert response.status == 404
+    assert response.body == b"no such page"
+
+
+@pytest.mark.task(taskno=1)
+def test_the_url_goes_out_exactly_as_given() -> None:
+    """Our URLs are normalised and quoted already: %2F and %7E must not be re-spelled."""
+    (response,), pages = get("a%7Eb?q=a%2Fb")
+    assert pages.requested == ["/a%7Eb?q=a%2Fb"]
+    assert response.body == b"/a%7Eb?q=a%2Fb"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_refused_connection_raises_for_fetch_to_retry() -> None:
+    """A network error is not a response: it comes out of request() as aiohttp's error."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nobody listens here once probe is closed
+
+    async def main() -> None:
+        crawler = Crawler([f"http://127.0.0.1:{port}/"])
+        async with aiohttp.ClientSession() as crawler.session:
+            await asyncio.wait_for(crawler.request(f"http://127.0.0.1:{port}/"), LIMIT_S)
+
+    with pytest.raises(aiohttp.ClientError):
+        asyncio.run(main())
+
+
+@pytest.mark.task(taskno=1)
+def test_the_default_site_gives_the_oracles_pages_and_records(
+    default_site: tuple[Site, str],
+) -> None:
+    """The whole crawl: redirects, charsets, a 1 MB page, a flaky page, as the oracle says."""
+    site, base_url = default_site
+    crawler = Crawler([base_url], Options())
+    asyncio.run(asyncio.wait_for(crawler.crawl(), CRAWL_LIMIT_S))
+    assert_matches_oracle(crawler.result(), site.expected(base_url))
+
+
+# --- Task 2: the size cap -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make stage 3's size cap CAP bytes for one test."""
+    monkeypatch.setattr(stage3, "MAX_BODY", CAP)
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.usefixtures("small_cap")
+def test_a_body_declared_longer_than_the_cap_is_not_kept() -> None:
+    """Content-Length above the cap: too_large, an empty body, the status still there."""
+    (response,), _ = get(f"exact/{CAP + 1}")
+    assert response.status == 200
+    assert response.too_large
+    assert response.body == b""
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.usefixtures("small_cap")
+def test_a_body_of_exactly_the_cap_is_kept() -> None:
+    """The cap is the largest body allowed, not the first one refused."""
+    (response,), _ = get(f"exact/{CAP}")
+    assert not response.too_large
+    assert response.body == b"x" * CAP
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.usefixtures("small_cap")
+def test_an_endless_body_is_read_only_up_to_the_cap() -> None:
+    """No Content-Length and no end: reading stops once the body passes the cap."""
+    (response,), _ = get("endless")
+    assert response.status == 200
+    assert response.too_large
+    assert response.body == b""

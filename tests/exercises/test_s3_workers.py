@@ -1,0 +1,298 @@
+"""Exercise s3-workers: stage 2's workers and crawl, on asyncio.
+
+Task 1 is stage 3's `Crawler.crawl`, tested with stand-in workers of our own; task 2 is
+`Crawler.work`, tested by whole crawls of the test site, which must equal its oracle
+(see shared/exercises/s3-workers/README.md). Each test runs its own asyncio loop with
+asyncio.run, for a limited time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import aiohttp
+import pytest
+
+from shared import USER_AGENT
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.testsite import Expected, Site, serve
+from stage3_asyncio.crawler import Crawler
+
+T = TypeVar("T")
+LIMIT_S = 5.0  # for the stand-in workers
+CRAWL_LIMIT_S = 30.0  # a whole crawl of the default site takes a second or two
+STALL_S = 3.0  # a crawl in which no URL is recorded for this long has stalled
+
+
+def run(work: Coroutine[Any, Any, T], limit: float = LIMIT_S) -> T:
+    """Run `work` on a fresh asyncio loop; fail the test if it takes more than `limit` s."""
+
+    async def limited() -> T:
+        try:
+            return await asyncio.wait_for(work, limit)
+        except TimeoutError:
+            pytest.fail(f"still not done after {limit} s")
+
+    return asyncio.run(limited())
+
+
+class Watched(Crawler):
+    """The crawler under test, noting each exception that ends a worker (none should)."""
+
+    def __init__(self, roots: list[str], options: Options | None = None) -> None:
+        super().__init__(roots, options)
+        self.worker_errors: list[Exception] = []
+
+    async def work(self) -> None:
+        """Crawler.work, watched."""
+        try:
+            await super().work()
+        except Exception as exc:
+            self.worker_errors.append(exc)
+            raise
+
+
+async def crawl(crawler: Watched) -> CrawlResult:
+    """Run the crawler's crawl() to its end and return its result; fail if it stalls."""
+    main = asyncio.create_task(crawler.crawl())
+    start = last = time.monotonic()
+    recorded = 0
+    while not main.done():
+        await asyncio.wait({main}, timeout=0.05)
+        now = time.monotonic()
+        if len(crawler.done) != recorded:
+            recorded, last = len(crawler.done), now
+        why = ""
+        if crawler.worker_errors:
+            error = crawler.worker_errors[0]
+            why = f"a worker ended with {type(error).__name__}: {error}"
+        elif now - last > STALL_S or now - start > CRAWL_LIMIT_S:
+            why = f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s"
+        if why:
+            main.cancel()
+            await asyncio.gather(main, return_exceptions=True)
+            pytest.fail(why)
+    await main
+    return crawler.result()
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on order)."""
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        stat.error is not None,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    """The oracle's record, in the order of fields()."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The page set equals the oracle's, and each record agrees with it field by field."""
+    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = {
+        url: (fields(stat), expected_fields(expected[url]))
+        for url, stat in result.by_url().items()
+        if fields(stat) != expected_fields(expected[url])
+    }
+    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
+        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
+    )
+
+
+SHARED = ("q", "session", "robots_tasks")  # what crawl() prepares for the workers
+
+
+class StandIn(Crawler):
+    """A crawler whose workers fetch nothing: each item is "done" after a short sleep.
+
+    An item (url, n) leads to two more, (url + "a", n - 1) and (url + "b", n - 1), until n
+    is 0. The workers note when they start and stop, and what they finished.
+    """
+
+    def __init__(self, roots: list[str], options: Options, item_time: float = 0.002) -> None:
+        super().__init__(roots, options)
+        self.item_time = item_time
+        self.started = self.stopped = 0
+        self.finished: list[str] = []
+        self.shared: list[tuple[str, ...]] = []  # the types of SHARED, as each worker saw them
+        self.names: list[str] = []  # the names of the workers' tasks
+        # Per worker: the session was open; its User-Agent, timeout and connection limit.
+        self.sessions: list[tuple[bool, str | None, float | None, int | None]] = []
+
+    async def work(self) -> None:
+        """Take items from self.q and "fetch" them, until cancelled."""
+        self.started += 1
+        self.shared.append(tuple(type(getattr(self, name, None)).__name__ for name in SHARED))
+        session = getattr(self, "session", None)
+        if session is not None:
+            connector = session.connector
+            self.sessions.append(
+                (
+                    not session.closed,
+                    session.headers.get("User-Agent"),
+                    session.timeout.total,
+                    connector.limit if isinstance(connector, aiohttp.TCPConnector) else None,
+                )
+            )
+        task = asyncio.current_task()
+        self.names.append(task.get_name() if task else "-")
+        try:
+            while True:
+                url, left = await self.q.get()
+                try:
+                    await asyncio.sleep(self.item_time)
+                    self.finished.append(url)
+                    if left > 0:
+                        self.q.put_nowait((url + "a", left - 1))
+                        self.q.put_nowait((url + "b", left - 1))
+                finally:
+                    self.q.task_done()
+        finally:
+            await asyncio.sleep(0.01)  # a clean-up that takes a while, as closing a connection may
+            self.stopped += 1
+
+
+def paths(depth: int) -> list[str]:
+    """Every string of "a" and "b" of length 0 to depth."""
+    found = [""]
+    for length in range(depth):
+        found += [p + c for p in found if len(p) == length for c in "ab"]
+    return found
+
+
+# --- Task 1: Crawler.crawl ----------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
+    """Every item put, the roots and all they lead to, is finished before crawl() returns."""
+    roots = ["http://one.invalid/", "http://two.invalid/"]
+    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
+    run(crawler.crawl())
+    assert crawler.started == 3, f"{crawler.started} workers started, not max_tasks = 3"
+    expected = {root + path for root in roots for path in paths(3)}
+    assert sorted(crawler.finished) == sorted(expected)
+    assert sorted(crawler.names) == ["worker-0", "worker-1", "worker-2"]
+
+
+@pytest.mark.task(taskno=1)
+def test_crawl_prepares_what_the_workers_share() -> None:
+    """An asyncio.Queue, an open session set up for the crawl, no robots.txt fetch yet."""
+    options = Options(max_tasks=2, max_redirect=0, timeout=7)
+    crawler = StandIn(["http://one.invalid/"], options)
+    run(crawler.crawl())
+    assert crawler.shared == [("Queue", "ClientSession", "dict")] * 2, f"types of {SHARED}"
+    assert isinstance(crawler.q, asyncio.Queue)
+    assert crawler.robots_tasks == {}
+    # open, naming the crawler, with --timeout for each request, max_tasks connections at most
+    assert crawler.sessions == [(True, USER_AGENT, 7, 2)] * 2
+    assert crawler.session.closed, "crawl() must close its session when it ends"
+
+
+@pytest.mark.task(taskno=1)
+def test_crawl_cancels_the_workers_and_waits_for_them() -> None:
+    """When join() returns, the idle workers are cancelled, and crawl() waits for them all."""
+    crawler = StandIn(["http://one.invalid/"], Options(max_tasks=4, max_redirect=2))
+
+    async def main() -> list[asyncio.Task[Any]]:
+        await crawler.crawl()
+        return [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "work"]
+
+    left = run(main())
+    assert len(crawler.finished) == 7
+    assert crawler.stopped == 4, f"crawl() returned with {4 - crawler.stopped} workers running"
+    assert left == [], f"tasks still there after crawl(): {left}"
+
+
+@pytest.mark.task(taskno=1)
+def test_a_cancelled_crawl_cancels_its_workers() -> None:
+    """Ctrl-C cancels the main task: crawl()'s clean-up must stop the workers too."""
+    crawler = StandIn(["http://one.invalid/"], Options(max_tasks=3, max_redirect=9), 10.0)
+
+    async def main() -> bool:
+        task = asyncio.create_task(crawler.crawl())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return task.cancelled()
+
+    start = time.monotonic()
+    assert run(main()) is True
+    assert time.monotonic() - start < 2
+    assert crawler.stopped == 3, "a worker still runs after the crawl was cancelled"
+    assert crawler.session.closed
+
+
+# --- Task 2: Crawler.work -----------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_the_default_site_gives_the_oracles_pages_and_records(
+    default_site: tuple[Site, str],
+) -> None:
+    """The whole crawl: every URL and every record as the test site's oracle says."""
+    site, base_url = default_site
+    result = asyncio.run(crawl(Watched([base_url])))
+    expected = site.expected(base_url)
+    assert_matches_oracle(result, expected)
+    requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
+    assert requested == {url: exp.tries for url, exp in expected.items()}
+    assert next(iter(site.requests)) == "/robots.txt", "a page was fetched before robots.txt"
+    assert site.user_agents == {USER_AGENT: sum(site.requests.values())}
+
+
+@pytest.mark.task(taskno=2)
+def test_robots_txt_is_obeyed() -> None:
+    """A robots.txt with rules: the URLs it forbids are recorded, never fetched."""
+    site = Site(pages=100, robots="rules")
+    with serve(site) as base_url:
+        result = asyncio.run(crawl(Watched([base_url])))
+    assert_matches_oracle(result, site.expected(base_url))
+    assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))]
+
+
+@pytest.mark.task(taskno=2)
+def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
+    default_site: tuple[Site, str],
+) -> None:
+    """--fail-on makes link parsing raise: the worker records the error and takes the next URL."""
+    site, base_url = default_site
+    result = asyncio.run(crawl(Watched([base_url], Options(fail_on="/traps/"))))
+    failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
+    assert base_url + "traps/" in failed
+    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
+    pages = {url for url in site.expected(base_url) if "/p/" in url}
+    assert pages and pages <= result.urls, "the crawl stopped at the bug"
+
+
+@pytest.mark.task(taskno=2)
+def test_the_workers_fetch_side_by_side() -> None:
+    """Four workers keep four fetches in flight, as the server sees it."""
+    site = Site(pages=60, traps=False, latency=0.05)
+    with serve(site) as base_url:
+        result = asyncio.run(crawl(Watched([base_url], Options(max_tasks=4))))
+        assert site.max_in_flight == 4
+    assert_matches_oracle(result, site.expected(base_url))

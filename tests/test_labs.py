@@ -1,0 +1,693 @@
+"""The "break it on purpose" labs (shared/exercises/labs/) predict the truth.
+
+Each lab guide prints a change as a diff with its line numbers, the commands to run and
+the symptom to expect.  These tests make the same change, never to the repository's
+files: the guide's diff is applied, strictly (its line numbers must be right), to a
+copy of the stage in a temporary folder, and the guide's own commands run there as
+processes, against a test site served here so that the server's side can be watched
+too.  The labs that break nothing in the repository are scripts; their tests run the
+guide's script and, where the guide shows the output, compare it line for line.  Each
+lab is then driven once more in-process where that is the surer way to hold it still.
+
+When a stage changes and a guide's line numbers no longer match, the guide's test fails
+and says where the lines went: update the guide.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import itertools
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import stage3_asyncio.crawler as stage3
+from shared.crawling import Options
+from shared.testsite import Site, serve
+from shared.trace import coroutine_chain
+from stage2_generators.crawler import Crawler as Stage2Crawler
+from stage2_generators.futures import Future
+from stage2_generators.loop import EventLoop
+from stage2_generators.tasks import Task
+
+ROOT = Path(__file__).resolve().parent.parent
+LABS = ROOT / "shared" / "exercises" / "labs"
+BOUND_S = 30  # far above any run here: only a hang ever reaches it
+PARTS = ["## Break it", "## Predict", "## Run", "## What you see", "## Why", "## Undo"]
+
+
+# --- reading a guide ----------------------------------------------------------------------
+
+
+def guide(name: str) -> str:
+    """The text of one lab guide."""
+    return (LABS / name).read_text(encoding="utf-8")
+
+
+def guides() -> list[Path]:
+    """Every lab guide, in order: NN-name.md."""
+    return sorted(LABS.glob("[0-9][0-9]-*.md"))
+
+
+def blocks(text: str, language: str) -> list[str]:
+    """The fenced code blocks of one language, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+
+
+def section(text: str, heading: str) -> str:
+    """The text under a ``## heading``, up to the next one."""
+    start = text.index(heading + "\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def commands(text: str) -> list[list[str]]:
+    """The ``$PY ...`` commands of the guide's Run section, split as a shell would."""
+    found = []
+    for block in blocks(section(text, "## Run"), "sh"):
+        for line in block.splitlines():
+            if line.startswith("$PY "):
+                found.append(shlex.split(line, comments=True)[1:])
+    assert found, "the Run section has no $PY command"
+    return found
+
+
+# --- applying a guide's diff, strictly ----------------------------------------------------
+
+HUNK = re.compile(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@")
+
+
+@dataclass
+class Hunk:
+    """One hunk of a unified diff: where its old text starts, the old and the new lines."""
+
+    start: int  # the first old line, counted from 1, as the guide prints it
+    old: list[str]
+    new: list[str]
+
+
+class DiffMismatch(Exception):
+    """A guide's diff no longer matches the code it says it changes."""
+
+
+def parse_diff(diff: str) -> dict[str, list[Hunk]]:
+    """The hunks of a unified diff, per file (the path after ``+++ b/``)."""
+    files: dict[str, list[Hunk]] = {}
+    hunks: list[Hunk] = []
+    lines = diff.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("+++ b/"):
+            hunks = files.setdefault(lines[i].removeprefix("+++ b/"), [])
+        elif match := HUNK.match(lines[i]):
+            old_count, new_count = int(match[2]), int(match[4])
+            old: list[str] = []
+            new: list[str] = []
+            while len(old) < old_count or len(new) < new_count:
+                i += 1
+                tag, text = lines[i][:1], lines[i][1:]
+                if tag not in (" ", "-", "+"):
+                    raise DiffMismatch(f"not a line of a hunk: {lines[i]!r}")
+                if tag in " -":
+                    old.append(text)
+                if tag in " +":
+                    new.append(text)
+            if (len(old), len(new)) != (old_count, new_count):
+                raise DiffMismatch(f"{lines[i]!r}: the hunk's line counts are wrong")
+            hunks.append(Hunk(int(match[1]), old, new))
+        i += 1
+    return files
+
+
+def apply_hunks(path: str, text: str, hunks: list[Hunk]) -> str:
+    """Apply hunks to a file's text; DiffMismatch unless each sits at its stated line."""
+    lines = text.splitlines()
+    for hunk in sorted(hunks, key=lambda h: h.start, reverse=True):  # later lines first
+        at = hunk.start - 1
+        if lines[at : at + len(hunk.old)] != hunk.old:
+            where = [n + 1 for n in range(len(lines)) if lines[n : n + len(hunk.old)] == hunk.old]
+            raise DiffMismatch(
+                f"{path}: the guide's hunk at line {hunk.start} does not match the code; "
+                f"its lines are now at {where or 'no line at all'}: update the guide"
+            )
+        lines[at : at + len(hunk.old)] = hunk.new
+    return "\n".join(lines) + "\n"
+
+
+def broken_copy(diff: str, dest: Path) -> Path:
+    """Copy the packages a diff touches into dest and apply the diff there; return dest."""
+    for path, hunks in parse_diff(diff).items():
+        package = ROOT / path.split("/")[0]
+        if not (dest / package.name).exists():
+            shutil.copytree(package, dest / package.name, ignore=shutil.ignore_patterns("*.pyc"))
+        target = dest / path
+        target.write_text(apply_hunks(path, target.read_text("utf-8"), hunks), "utf-8")
+    return dest
+
+
+# --- running a stage as a process ---------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """A crawl (or a script) running as a process; its output goes to files."""
+
+    proc: subprocess.Popen[bytes]
+    stdout_path: Path
+    stderr_path: Path
+    json_path: Path
+
+    def wait(self) -> int:
+        """Wait for the end, within the bound; return the exit status."""
+        return self.proc.wait(timeout=BOUND_S)
+
+    @property
+    def stdout(self) -> str:
+        return self.stdout_path.read_text("utf-8")
+
+    @property
+    def stderr(self) -> str:
+        return self.stderr_path.read_text("utf-8")
+
+    def doc(self) -> dict[str, Any]:
+        """The JSON the crawl wrote."""
+        doc: dict[str, Any] = json.loads(self.json_path.read_text("utf-8"))
+        return doc
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        """The crawl's records, by URL."""
+        return {fetch["url"]: fetch for fetch in self.doc()["fetches"]}
+
+
+def environment(code: Path | None) -> dict[str, str]:
+    """The environment of a process that imports the code in ``code`` before the repository's."""
+    env = dict(os.environ)
+    paths = [str(code)] if code else []
+    env["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+@contextmanager
+def processes() -> Iterator[Callable[..., Run]]:
+    """Start processes with the yielded function; on the way out, none is left running."""
+    started: list[Run] = []
+
+    def start(argv: list[str], workdir: Path, code: Path | None = None) -> Run:
+        workdir.mkdir(parents=True, exist_ok=True)
+        out, err, doc = workdir / "stdout", workdir / "stderr", workdir / "crawl.json"
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, *argv],
+                stdout=stdout,
+                stderr=stderr,
+                stdin=subprocess.DEVNULL,
+                cwd=code or ROOT,  # `python -m STAGE` imports the stage from here first
+                env=environment(code),
+            )
+        run = Run(proc, out, err, doc)
+        started.append(run)
+        return run
+
+    try:
+        yield start
+    finally:
+        for run in started:
+            if run.proc.poll() is None:
+                run.proc.kill()
+            run.proc.wait()
+
+
+def crawl_argv(command: list[str], base_url: str, json_path: Path | None = None) -> list[str]:
+    """A guide's ``-m STAGE --site-pages N ...`` command, aimed at our site instead.
+
+    ``--site-pages 6`` makes the built-in site ``Site(6, traps=False)``; the tests serve
+    that same site themselves, to watch the requests it receives.
+    """
+    assert command[0] == "-m", command
+    args = list(command[2:])
+    index = args.index("--site-pages")
+    assert args[index + 1] == "6", "the tests serve the guides' six-page site"
+    del args[index : index + 2]
+    extra = ["--json", str(json_path)] if json_path else []
+    return ["-m", command[1], base_url, *args, *extra]
+
+
+def start_crawl(
+    start: Callable[..., Run], command: list[str], base_url: str, workdir: Path, code: Path | None
+) -> Run:
+    """Start a guide's crawl command on our site, its JSON to ``workdir/crawl.json``."""
+    return start(crawl_argv(command, base_url, workdir / "crawl.json"), workdir, code)
+
+
+def six_pages() -> Site:
+    """The site of ``--site-pages 6``: a root and five pages, no traps."""
+    return Site(pages=6, traps=False)
+
+
+@dataclass
+class Step:
+    """One line of --trace: when, who ran, what it ran."""
+
+    time: float
+    who: str
+    what: str
+
+
+def steps(stderr: str) -> list[Step]:
+    """The --trace lines in a process's stderr, parsed."""
+    found = []
+    for line in stderr.splitlines():
+        if re.match(r"^ *\d+\.\d{4}  ", line):
+            when, who, *what, _url = line.split()
+            found.append(Step(float(when), who, " ".join(what)))
+    return found
+
+
+def frames(stderr: str, after: str) -> list[str]:
+    """The function names of the first traceback printed after a line containing ``after``."""
+    text = stderr[stderr.index(after) :]
+    text = text[text.index("Traceback (most recent call last):") :]
+    names = []
+    for line in text.splitlines()[1:]:
+        if not line.startswith(" "):  # the exception's own line ends the traceback
+            break
+        if match := re.match(r'  File "[^"]+", line \d+, in (\S+)', line):
+            names.append(match[1])
+    return names
+
+
+# --- the guides and their index -----------------------------------------------------------
+
+
+def test_there_are_the_labs_the_index_lists() -> None:
+    names = [path.name for path in guides()]
+    assert names
+    index = (LABS / "README.md").read_text("utf-8")
+    linked = re.findall(r"\]\((\d\d-[\w-]+\.md)\)", index)
+    assert sorted(set(linked)) == names, "every guide in the index's table, and no other"
+    # Each lab's symptom is folded away in the index, behind "Predict first".
+    hidden = re.findall(
+        r"<details><summary>Predict first[^<]*</summary>\n(.+?)</details>", index, re.S
+    )
+    assert len(hidden) == len(names)
+    assert all(len(symptom.split()) >= 20 for symptom in hidden)
+
+
+@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
+def test_every_guide_has_the_six_parts_in_order(path: Path) -> None:
+    text = path.read_text("utf-8")
+    places = [text.find(heading + "\n") for heading in PARTS]
+    assert -1 not in places, [h for h, at in zip(PARTS, places, strict=True) if at == -1]
+    assert places == sorted(places)
+    assert "<details>" in section(text, "## What you see"), "the symptom is folded away"
+    assert commands(text)
+
+
+@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
+def test_every_undo_takes_back_exactly_what_the_lab_did(path: Path) -> None:
+    text = path.read_text("utf-8")
+    undo = section(text, "## Undo")
+    changed = sorted({file for diff in blocks(text, "diff") for file in parse_diff(diff)})
+    if changed:  # a lab that edits the repository checks those files out again
+        checkout = re.search(r"^git checkout (.+)$", undo, re.MULTILINE)
+        assert checkout and sorted(checkout[1].split()) == changed
+    else:  # a lab that runs a script of its own removes it; the repository never changed
+        saved = re.search(r"Save this script as\s+`(out/labs/\w+\.py)`", text)
+        assert saved, "a lab with no diff says where to save its script"
+        assert f"rm {saved[1]}" in undo
+        assert any(command[0] == saved[1] for command in commands(text))
+    assert "git status" in undo
+
+
+@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
+def test_every_diff_applies_to_the_code_at_the_lines_it_names(path: Path, tmp_path: Path) -> None:
+    for number, diff in enumerate(blocks(path.read_text("utf-8"), "diff")):
+        copy = broken_copy(diff, tmp_path / str(number))
+        for file in parse_diff(diff):
+            assert (copy / file).read_text("utf-8") != (ROOT / file).read_text("utf-8")
+
+
+@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
+def test_the_line_numbers_in_the_words_are_the_diffs(path: Path) -> None:
+    """ "Delete lines 70 and 71": each line the prose names lies in one of the diff's hunks."""
+    text = path.read_text("utf-8")
+    hunks = [h for diff in blocks(text, "diff") for hs in parse_diff(diff).values() for h in hs]
+    prose = re.sub(r"^```.*?^```", "", section(text, "## Break it"), flags=re.S | re.M)
+    pairs = re.findall(r"\blines? (\d+)(?: and (\d+))?", prose)  # "line 87", "lines 70 and 71"
+    named = [int(number) for pair in pairs for number in pair if number]
+    assert bool(named) == bool(hunks), "a lab that changes code says which lines"
+    for number in named:
+        assert any(h.start <= number < h.start + len(h.old) for h in hunks), number
+
+
+def test_a_diff_at_the_wrong_line_is_refused() -> None:
+    """Strict on purpose: a guide whose line numbers drifted must fail, not half-apply."""
+    diff = blocks(guide("02-forget-yield-from.md"), "diff")[0]
+    path, hunks = next(iter(parse_diff(diff).items()))
+    text = (ROOT / path).read_text("utf-8")
+    assert "sock_connect(plain, sockaddr)" in apply_hunks(path, text, hunks)
+    moved = [Hunk(hunk.start + 1, hunk.old, hunk.new) for hunk in hunks]
+    with pytest.raises(DiffMismatch, match=f"now at \\[{hunks[0].start}\\]"):
+        apply_hunks(path, text, moved)
+
+
+# --- lab 1: forget task_done() ------------------------------------------------------------
+
+
+def test_lab1_without_task_done_the_crawl_waits_after_the_last_page(tmp_path: Path) -> None:
+    text = guide("01-forget-task-done.md")
+    (diff,) = blocks(text, "diff")
+    code = broken_copy(diff, tmp_path / "code")
+    (command,) = commands(text)
+    site = six_pages()
+    with serve(site) as base_url, processes() as start:
+        expected = site.expected(base_url)
+        run = start_crawl(start, command, base_url, tmp_path, code)
+
+        def answered() -> list[Step]:  # a worker woken in wait_for: its request has ended
+            return [s for s in steps(run.stderr) if s.what.endswith("fetch>wait_for <- None")]
+
+        deadline = time.monotonic() + BOUND_S
+        while len(answered()) < len(expected) and time.monotonic() < deadline:
+            if run.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert len(answered()) == len(expected) == 7, run.stderr  # six pages and robots.txt
+        quiet_from = len(run.stderr)
+        time.sleep(1.0)
+        assert run.proc.poll() is None, "the crawl ended: is task_done() still called?"
+        assert len(run.stderr) == quiet_from, "no task takes a step any more"
+        run.proc.send_signal(signal.SIGINT)
+        assert run.wait() == 130
+    woken = steps(run.stderr[quiet_from:])
+    assert (woken[0].who, woken[0].what) == ("crawl", "crawl>join <- raise CancelledError")
+    assert {s.what for s in woken if s.who.startswith("worker-")} == {
+        "work>get <- raise CancelledError"
+    }
+    assert "-- interrupted" in run.stdout
+    doc = run.doc()
+    assert doc["interrupted"] is True
+    records = run.records()
+    assert records.keys() == expected.keys()  # every page, and robots.txt
+    assert {url: r["status"] for url, r in records.items()} == {
+        url: e.status for url, e in expected.items()
+    }
+    assert all(r["error"] is None for r in records.values()), "nothing was in flight"
+
+
+# --- lab 2: forget yield from -------------------------------------------------------------
+
+
+def test_lab2_without_yield_from_no_connection_is_ever_made(tmp_path: Path) -> None:
+    text = guide("02-forget-yield-from.md")
+    (diff,) = blocks(text, "diff")
+    code = broken_copy(diff, tmp_path / "code")
+    (command,) = commands(text)
+    site = six_pages()
+    with serve(site) as base_url, processes() as start:
+        run = start_crawl(start, command, base_url, tmp_path, code)
+        assert run.wait() == 0
+        asked = dict(site.requests)
+    assert asked == {}, "not one request reached the server"
+    assert "Warning" not in run.stderr  # silent where the mistake is
+    trace = steps(run.stderr)
+    assert not [s for s in trace if "sock_connect" in s.what]
+    tries = Counter(s.what for s in trace if s.who == "request")
+    assert tries.pop("request <- None") == 2 * 4  # two URLs, four tries each
+    ((failed, count),) = tries.items()  # and every try fails at the same place
+    assert failed.startswith("request>sock_sendall>_when_ready <- raise ") and count == 2 * 4
+    records = run.records()
+    assert records.keys() == {base_url, base_url + "robots.txt"}
+    assert all((r["status"], r["tries"]) == (None, 4) for r in records.values())
+    # The guide's question names the other `yield from` one could forget.
+    lines = (ROOT / "stage2_generators" / "crawler.py").read_text("utf-8").splitlines()
+    assert "line 115" in text and "yield from sock_recv(" in lines[115 - 1]
+    if sys.platform == "linux":  # elsewhere the send may fail with another OSError
+        assert failed.endswith("raise BrokenPipeError")
+        assert {r["error"] for r in records.values()} == {"BrokenPipeError: [Errno 32] Broken pipe"}
+        assert "robots.txt error: BrokenPipeError: [Errno 32] Broken pipe (4 tries)" in run.stdout
+
+
+def test_lab2_only_a_native_coroutine_is_missed_when_never_run() -> None:
+    """The guide's comparison: Python warns of an `async def` never awaited, not of a generator."""
+
+    async def connect() -> None:
+        pass
+
+    def sock_connect() -> Iterator[None]:
+        yield
+
+    with pytest.warns(RuntimeWarning, match="was never awaited"):
+        connect()
+        gc.collect()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sock_connect()
+        gc.collect()
+
+
+# --- lab 3: block the loop ----------------------------------------------------------------
+
+SLEEP_S = 0.3
+
+
+def test_lab3_a_blocking_sleep_stalls_every_task(tmp_path: Path) -> None:
+    text = guide("03-block-the-loop.md")
+    broken_diff, cure_diff = blocks(text, "diff")
+    assert f"time.sleep({SLEEP_S})" in broken_diff and f"sleep({SLEEP_S})" in cure_diff
+    broken = broken_copy(broken_diff, tmp_path / "broken")
+    cure = broken_copy(cure_diff, tmp_path / "cure")
+    two_traced, ten_quiet = commands(text)
+    assert "--trace" in two_traced and "--max-tasks" in ten_quiet
+    pages = 6
+    with serve(six_pages()) as base_url, processes() as start:
+        runs = {
+            "blocked, 2 tasks": start_crawl(start, two_traced, base_url, tmp_path / "b2", broken),
+            "blocked, 10 tasks": start_crawl(start, ten_quiet, base_url, tmp_path / "b10", broken),
+            "cured, 10 tasks": start_crawl(start, ten_quiet, base_url, tmp_path / "c10", cure),
+            "unbroken, 2 tasks": start_crawl(start, two_traced, base_url, tmp_path / "u2", None),
+        }
+        for run in runs.values():
+            assert run.wait() == 0, run.stderr
+    docs = {name: run.doc() for name, run in runs.items()}
+    for name, doc in docs.items():
+        assert [f["status"] for f in doc["fetches"]] == [200] * pages, name
+    elapsed = {name: doc["elapsed_s"] for name, doc in docs.items()}
+    # The sleeps add up: at least 6 x 0.3 s, and five times the workers do not help.
+    assert elapsed["blocked, 2 tasks"] >= pages * SLEEP_S * 0.99, elapsed
+    assert elapsed["blocked, 10 tasks"] >= pages * SLEEP_S * 0.99, elapsed
+    # Unbroken: a few hundredths of a second; orders of magnitude apart.
+    assert elapsed["unbroken, 2 tasks"] < pages * SLEEP_S / 3, elapsed
+    # The cure: the root's sleep, then its five links' sleeps together, about 0.6 s.
+    assert 2 * SLEEP_S * 0.99 <= elapsed["cured, 10 tasks"] < pages * SLEEP_S * 2 / 3, elapsed
+    # The trace: six holes of 0.3 s, each right after the step of a worker, the sleeper.
+    trace = steps(runs["blocked, 2 tasks"].stderr)
+    gaps = sorted(
+        (
+            (later.time - earlier.time, earlier, later)
+            for earlier, later in itertools.pairwise(trace)
+        ),
+        key=lambda gap: gap[0],
+        reverse=True,
+    )[:pages]
+    assert all(gap >= SLEEP_S * 0.99 for gap, _, _ in gaps), gaps
+    assert all(before.who.startswith("worker-") for _, before, _ in gaps), gaps
+    # A request task that was ready before a hole took its first step only after it.
+    assert any(after.what == "request <- None" for _, _, after in gaps), gaps
+
+
+# --- lab 4: raise in a callback -----------------------------------------------------------
+
+
+def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
+    text = guide("04-raise-in-a-callback.md")
+    (diff,) = blocks(text, "diff")
+    assert set(parse_diff(diff)) == {"stage1_callbacks/crawler.py", "stage2_generators/crawler.py"}
+    code = broken_copy(diff, tmp_path / "code")
+    stage1_command, stage2_command = commands(text)
+    assert (stage1_command[1], stage2_command[1]) == ("stage1_callbacks", "stage2_generators")
+    site = six_pages()
+    with serve(site) as base_url, processes() as start:
+        expected = site.expected(base_url)
+        one = start_crawl(start, stage1_command, base_url, tmp_path / "1", code)
+        two = start_crawl(start, stage2_command, base_url, tmp_path / "2", code)
+        fail_on = [*crawl_argv(stage1_command, base_url), "--fail-on", "/p/3"]
+        plain = start(fail_on, tmp_path / "fail-on")  # the repository's code, unchanged
+        for run in (one, two, plain):
+            assert run.wait() == 0, run.stderr
+    broken = base_url + "p/3"
+    for run in (one, two):  # the same record in both stages, and the crawl goes on
+        records = run.records()
+        assert records.keys() == expected.keys()
+        record = records.pop(broken)
+        assert (record["status"], record["tries"]) == (None, 1)
+        assert record["error"] == f"RuntimeError: broken on purpose: {broken}"
+        assert {url: r["status"] for url, r in records.items()} == {
+            url: e.status for url, e in expected.items() if url != broken
+        }
+        assert f"{broken} error: RuntimeError: broken on purpose: {broken} (1 tries)" in run.stdout
+    where = f"while fetching '{broken}'"
+    assert frames(one.stderr, where) == ["_run", "_on_readable"]
+    assert frames(two.stderr, where) == [
+        "work",
+        "fetch",
+        "wait_for",
+        "result",
+        "_step",
+        "request",
+    ]
+    assert frames(plain.stderr, where) == [
+        "_run",
+        "_on_readable",
+        "_succeed",
+        "record_response",
+        "parse_links",
+    ]
+
+
+# --- lab 5: cancel one waiter -------------------------------------------------------------
+
+
+def test_lab5_the_guides_script_prints_what_the_guide_says(tmp_path: Path) -> None:
+    text = guide("05-cancel-one-waiter.md")
+    (script,) = blocks(text, "python")
+    (output,) = blocks(section(text, "## What you see"), "text")
+    (command,) = commands(text)
+    path = tmp_path / Path(command[0]).name
+    path.write_text(script, "utf-8")
+    with processes() as start:
+        run = start([str(path)], tmp_path)
+        assert run.wait() == 0, run.stderr
+    assert run.stdout == output
+
+
+def robots_waiters_test_site() -> Site:
+    """A site whose answers take a second: robots.txt is still on its way when we cancel."""
+    return Site(pages=10, traps=False, latency=1.0)
+
+
+def test_lab5_cancelling_one_waiter_cancels_the_robots_fetch_and_the_other_worker() -> None:
+    """Stage 2, in-process: cancel worker 1 the moment both workers wait on robots.txt."""
+    site = robots_waiters_test_site()
+    with serve(site) as base_url:
+        robots_url = base_url + "robots.txt"
+        crawler = Stage2Crawler([base_url, base_url + "p/1"], Options(max_tasks=2))
+        loop = EventLoop()
+        try:
+            main = Task(crawler.crawl(), name="crawl")
+            seen: dict[str, Any] = {}
+
+            def cancel_when_both_wait() -> None:
+                workers = main._coro.gi_frame.f_locals["workers"]
+                robots = crawler.robots_tasks.get(robots_url)
+                if robots is None or not all(w._waiting_on is robots for w in workers):
+                    loop.call_later(0.005, cancel_when_both_wait)  # not yet: look again soon
+                    return
+                seen.update(workers=workers, robots=robots)
+                workers[1].cancel()
+
+            loop.call_soon(cancel_when_both_wait)
+            loop.call_later(BOUND_S, main.cancel)  # a hang would end as a failure, not stall
+            loop.run_until_complete(main)
+        finally:
+            loop.close()
+        asked = set(site.requests)
+    result = crawler.result()
+    assert seen, "both workers never waited on robots.txt together"
+    assert seen["robots"].cancelled()
+    assert [worker.cancelled() for worker in seen["workers"]] == [True, True]
+    assert not result.interrupted and result.fetches == []
+    assert list(crawler.in_flight) == [robots_url]
+    assert result.elapsed_s < robots_waiters_test_site().latency  # before robots.txt came in
+    assert not asked & {"/", "/p/1"}, "no page was ever requested"
+
+
+def test_lab5_stage3_does_the_same() -> None:
+    """Stage 3, in-process: asyncio's Task.cancel also cancels the task a worker awaits."""
+    site = robots_waiters_test_site()
+    with serve(site) as base_url:
+        robots_url = base_url + "robots.txt"
+        crawler = stage3.Crawler([base_url, base_url + "p/1"], Options(max_tasks=2))
+
+        async def main() -> tuple[list[asyncio.Task[Any]], asyncio.Task[None]]:
+            crawl = asyncio.create_task(crawler.crawl())
+
+            def waiting_on_robots(task: asyncio.Task[Any]) -> bool:
+                names, _url = coroutine_chain(task.get_coro())  # work>robots: paused there
+                return names[-1:] == ["robots"]
+
+            while True:
+                workers = [t for t in asyncio.all_tasks() if t.get_name().startswith("worker-")]
+                if len(workers) == 2 and all(waiting_on_robots(w) for w in workers):
+                    break
+                await asyncio.sleep(0.005)
+            robots = crawler.robots_tasks[robots_url]
+            next(w for w in workers if w.get_name() == "worker-1").cancel()
+            await asyncio.wait_for(crawl, BOUND_S)  # the crawl ends on its own, no error
+            return workers, robots
+
+        workers, robots = asyncio.run(main())
+    result = crawler.result()
+    assert robots.cancelled()
+    assert all(worker.cancelled() for worker in workers)
+    assert not result.interrupted and result.fetches == []
+    assert list(crawler.in_flight) == [robots_url]
+    assert result.elapsed_s < site.latency
+
+
+# --- lab 6: a Future nobody resolves ------------------------------------------------------
+
+
+def test_lab6_the_bare_loop_sees_the_deadlock_and_a_watched_socket_hides_it(
+    tmp_path: Path,
+) -> None:
+    text = guide("06-a-future-nobody-resolves.md")
+    (script,) = blocks(text, "python")
+    plain, watching = commands(text)
+    assert watching == [*plain, "--watch-a-socket"]
+    path = tmp_path / Path(plain[0]).name
+    path.write_text(script, "utf-8")
+    with processes() as start:
+        bare = start([str(path)], tmp_path / "bare")
+        watched = start([str(path), "--watch-a-socket"], tmp_path / "watched")
+        assert bare.wait() == 1
+        time.sleep(1.5)  # time to start and reach select(), which then never returns
+        assert watched.proc.poll() is None, watched.stderr
+        watched.proc.send_signal(signal.SIGINT)
+        assert watched.wait() == -signal.SIGINT  # what a shell shows as 130
+    last = bare.stderr.strip().splitlines()[-1]
+    assert last == "RuntimeError: deadlock: no callback, timer or socket can ever wake the loop"
+    assert frames(bare.stderr, "Traceback")[-1] == "run_once"
+    assert watched.stderr.strip().splitlines()[-1] == "KeyboardInterrupt"
+    names = frames(watched.stderr, "Traceback")
+    assert "run_once" in names and names[-1] == "select"
+
+
+def test_lab6_in_process_the_deadlock_is_raised_at_once() -> None:
+    def wait_forever() -> Iterator[Future[None]]:
+        yield from Future()
+
+    loop = EventLoop()
+    try:
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"^deadlock: no callback, timer or socket"):
+            loop.run_until_complete(wait_forever())
+        assert time.monotonic() - started < 1
+    finally:
+        loop.close()
