@@ -9,6 +9,10 @@ cannot drift apart and ``diff`` between them shows only the mechanism.
 
 None of this needs a lock, in any stage: all three run one thread, and a crawler is
 only interrupted where it waits (a callback returning, a ``yield from``, an ``await``).
+
+A stage's crawler imports what it builds on from here, the two types its signatures
+name included: :class:`Response`, what a fetch returns, and :class:`CrawlResult`,
+what a crawl returns (defined in shared/responses.py and shared/report.py).
 """
 
 from __future__ import annotations
@@ -40,6 +44,18 @@ from shared.robots import Robots, robots_url, skipped
 from shared.tls import certificate_error, ssl_context
 from shared.trace import Tracer
 from shared.urls import UrlRules, normalize
+
+__all__ = [
+    "LOGGER",
+    "BaseCrawler",
+    "CrawlResult",
+    "Options",
+    "ParseError",
+    "Response",
+    "describe",
+    "host_key",
+    "root_url",
+]
 
 LOGGER = logging.getLogger("crawler")
 

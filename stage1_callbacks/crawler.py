@@ -17,10 +17,8 @@ from collections.abc import Sequence
 from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 
 from shared import interrupt
-from shared.crawling import BaseCrawler, Options, host_key
+from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
 from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
-from shared.report import CrawlResult
-from shared.responses import Response
 from shared.tls import WOULD_BLOCK, tls_socket
 from stage1_callbacks.loop import Callback, EventLoop, TimerHandle
 

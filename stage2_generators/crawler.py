@@ -14,10 +14,8 @@ import ssl
 from collections.abc import Sequence
 
 from shared import interrupt
-from shared.crawling import BaseCrawler, Options, host_key
+from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
 from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
-from shared.report import CrawlResult
-from shared.responses import Response
 from shared.tls import tls_socket
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop

@@ -15,9 +15,8 @@ import aiohttp
 from yarl import URL
 
 from shared import USER_AGENT, interrupt
-from shared.crawling import BaseCrawler, Options, host_key
-from shared.report import CrawlResult
-from shared.responses import MAX_BODY, Response
+from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.responses import MAX_BODY
 from shared.trace import trace_coroutines
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
