@@ -303,9 +303,10 @@ class BaseCrawler:
         """Record an exception nobody foresaw while fetching url: log its traceback, one try.
 
         A bug in the crawler, or a page that breaks the link parser (--fail-on makes
-        one): the URL gets an error record and the crawl goes on.  What the logged
-        traceback shows is each stage's lesson: the whole chain of coroutines in stages
-        2 and 3, only the event loop and one callback in stage 1 (stack ripping).
+        one): the URL gets an error record and the crawl goes on.  Stages 2 and 3 call
+        this from their workers, and its traceback shows the whole chain of coroutines.
+        Stage 1's callback_failed takes the same two steps itself, where what its
+        traceback lacks (stack ripping) is the lesson.
         """
         LOGGER.error("while fetching %r", url, exc_info=exc)
         self.record_failure(url, 1, exc)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 
 from shared import interrupt
-from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.crawling import LOGGER, BaseCrawler, CrawlResult, Options, Response, host_key
 from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
 from shared.tls import WOULD_BLOCK, tls_socket
 from stage1_callbacks.loop import Callback, EventLoop, TimerHandle
@@ -286,10 +286,13 @@ class Crawler(BaseCrawler):
         fetcher = getattr(callback, "__self__", None)
         if not isinstance(fetcher, Fetcher) or fetcher.url not in self.fetchers:
             raise exc
+        # Stack ripping, for all to see: this traceback starts in the loop and shows
+        # the callback, but not work() or fetch(), which set the chain going.  (Stages 2
+        # and 3 log theirs in record_bug; here the traceback is the lesson, so it is
+        # logged where it is caught.)
+        LOGGER.error("while fetching %r", fetcher.url, exc_info=exc)
         fetcher.close()
-        # Stack ripping, for all to see: the traceback it logs starts in the loop and
-        # shows the callback, but not work() or fetch(), which set the chain going.
-        self.record_bug(fetcher.url, exc)
+        self.record_failure(fetcher.url, 1, exc)  # one try, as record_bug counts it
         self.finished(fetcher, [])
 
 
