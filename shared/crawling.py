@@ -17,12 +17,13 @@ what a crawl returns (defined in shared/responses.py and shared/report.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import ClassVar
@@ -54,6 +55,7 @@ __all__ = [
     "Response",
     "describe",
     "host_key",
+    "on_exit",
     "root_url",
 ]
 
@@ -120,6 +122,19 @@ def host_key(url: str) -> str:
     --max-per-host.
     """
     return urlsplit(url).hostname or ""
+
+
+@contextlib.contextmanager
+def on_exit(fn: Callable[..., object], *args: object) -> Iterator[None]:
+    """A ``with`` block at whose end, however it ends, ``fn(*args)`` is called.
+
+    Stage 2 gives a host's slot back with it (``with (yield from self.host_slot(url)):``),
+    where stage 3's asyncio.Semaphore is a context manager of its own.
+    """
+    try:
+        yield
+    finally:
+        fn(*args)
 
 
 def describe(exc: BaseException) -> str:

@@ -14,7 +14,7 @@ import ssl
 from collections.abc import Sequence
 
 from shared import interrupt
-from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key, on_exit
 from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
 from shared.tls import tls_socket
 from stage2_generators.futures import CancelledError, Coroutine
@@ -51,32 +51,33 @@ class Crawler(BaseCrawler):
         """Take URLs from the queue and fetch them, forever (until cancelled)."""
         while True:
             url, max_redirect = yield from self.q.get()  # suspends: until a URL is queued
-            slots = yield from self.host_slot(url)  # suspends: while its host has no slot free
             try:
-                # If this page must fetch its origin's robots.txt, it does so in this slot.
-                yield from self.robots(url)  # suspends: until the origin's robots.txt is known
-                if self.begin(url):
-                    yield from self.fetch(url, max_redirect)
+                # suspends: while the URL's host has --max-per-host fetches in flight.  If the
+                # page must fetch its origin's robots.txt, it does so in this slot too.
+                with (yield from self.host_slot(url)):
+                    yield from self.robots(url)  # suspends: until the origin's robots.txt is in
+                    if self.begin(url):
+                        yield from self.fetch(url, max_redirect)
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
                 # traceback it logs shows the whole coroutine chain, no stack ripping here.
                 self.record_bug(url, exc)
             finally:
-                slots.put_nowait(None)  # the host's token goes back, for its next fetch
                 self.q.task_done()
 
-    def host_slot(self, url: str) -> Coroutine[Queue[None]]:
-        """Take one of the --max-per-host slots of url's host, waiting for one; return them."""
-        # A host's slots are a Queue holding a token for each: taking one waits while the
-        # Queue is empty, and work() puts it back when the URL is done.  A Queue of tokens
-        # is a semaphore: stage 3 uses asyncio's, acquire() and release().
+    def host_slot(self, url: str) -> Coroutine[contextlib.AbstractContextManager[None]]:
+        """Take one of the --max-per-host slots of url's host, waiting for one: a with holds it."""
+        # Used as ``with (yield from self.host_slot(url)):``, the way asyncio's locks were
+        # before ``async with`` existed: the wait is in the yield from, and the end of the
+        # with block, however it ends, gives the slot back.  A host's slots are a Queue
+        # holding a token for each: a Queue of tokens is a semaphore (stage 3 uses asyncio's).
         host = host_key(url)
         if host not in self.host_slots:
             self.host_slots[host] = Queue()
             for _ in range(self.max_per_host):
                 self.host_slots[host].put_nowait(None)
         yield from self.host_slots[host].get()  # suspends: until the host has a token left
-        return self.host_slots[host]
+        return on_exit(self.host_slots[host].put_nowait, None)  # the token goes back
 
     def robots(self, url: str) -> Coroutine[None]:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""

@@ -61,28 +61,27 @@ class Crawler(BaseCrawler):
         """Take URLs from the queue and fetch them, forever (until cancelled)."""
         while True:
             url, max_redirect = await self.q.get()  # suspends: until a URL is queued
-            slots = await self.host_slot(url)  # suspends: while its host has no slot free
             try:
-                # If this page must fetch its origin's robots.txt, it does so in this slot.
-                await self.robots(url)  # suspends: until the origin's robots.txt is known
-                if self.begin(url):
-                    await self.fetch(url, max_redirect)
+                # suspends: while the URL's host has --max-per-host fetches in flight.  If the
+                # page must fetch its origin's robots.txt, it does so in this slot too.
+                async with self.host_slot(url):
+                    await self.robots(url)  # suspends: until the origin's robots.txt is in
+                    if self.begin(url):
+                        await self.fetch(url, max_redirect)
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
                 # traceback it logs shows the whole coroutine chain, no stack ripping here.
                 self.record_bug(url, exc)
             finally:
-                slots.release()  # the host's slot is free again, for its next fetch
                 self.q.task_done()
 
-    async def host_slot(self, url: str) -> asyncio.Semaphore:
-        """Take one of the --max-per-host slots of url's host, waiting for one; return them."""
+    def host_slot(self, url: str) -> asyncio.Semaphore:
+        """The --max-per-host slots of url's host: ``async with`` waits for one and holds it."""
         # aiohttp's TCPConnector(limit_per_host=...) would count connections per host and
         # port; we count fetches per host name, robots.txt's too, as stages 1 and 2 do.
         host = host_key(url)
         if host not in self.host_slots:
             self.host_slots[host] = asyncio.Semaphore(self.max_per_host)
-        await self.host_slots[host].acquire()  # suspends: until the host has a slot free
         return self.host_slots[host]
 
     async def robots(self, url: str) -> None:
