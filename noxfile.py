@@ -7,11 +7,11 @@ machine has (`nox -s tests-3.12` runs one); the other sessions use nox's own Pyt
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nox
@@ -101,18 +101,13 @@ def stage3(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def diff(session: nox.Session) -> None:
-    """Show two stages' crawlers side by side: `nox -s diff -- stage2 stage3` (the default)."""
-    names = session.posargs or ["stage2", "stage3"]
-    if len(names) != 2:
-        session.error("give two stages, for example: nox -s diff -- stage1 stage2")
-    paths = [Path(STAGES.get(name, name), "crawler.py") for name in names]
-    for path in paths:
-        if not path.is_file():
-            session.error(f"no {path}: name two of {', '.join(STAGES)}")
-    old, new = (path.read_text(encoding="utf-8").splitlines() for path in paths)
-    # The unified format of `diff -u`, from the standard library: no diff program needed.
-    for line in difflib.unified_diff(old, new, str(paths[0]), str(paths[1]), lineterm=""):
-        print(line)
+    """Two stages' crawlers side by side, paired by function: `nox -s diff -- stage1 stage2`.
+
+    No stages: stage2 stage3.  `--html` writes the same as a page (out/diff-A-B.html, or
+    `--out PATH`); `--unified` prints a unified diff.  shared/sidebyside.py needs only
+    the standard library, so it runs on nox's own Python, with nothing to install.
+    """
+    session.run(sys.executable, "-m", "shared.sidebyside", *session.posargs)
 
 
 @nox.session(python=False, default=False)

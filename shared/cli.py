@@ -38,6 +38,19 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "--max-tasks", type=int, default=10, metavar="N", help="fetches in flight (10)"
     )
     parser.add_argument(
+        "--max-per-host",
+        type=int,
+        metavar="N",
+        help="fetches in flight to one host at once, robots.txt's included (no limit)",
+    )
+    parser.add_argument(
+        "--delay",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="seconds between the starts of two requests to one host, to crawl gently (0)",
+    )
+    parser.add_argument(
         "--max-redirect", type=int, default=10, metavar="N", help="redirects per path (10)"
     )
     parser.add_argument("--max-tries", type=int, default=4, metavar="N", help="tries per URL (4)")
@@ -121,6 +134,8 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
             root_url(root)
         options = Options(
             max_tasks=args.max_tasks,
+            max_per_host=args.max_per_host,
+            delay=args.delay,
             max_redirect=args.max_redirect,
             max_tries=args.max_tries,
             exclude=args.exclude,

@@ -9,20 +9,29 @@ cannot drift apart and ``diff`` between them shows only the mechanism.
 
 None of this needs a lock, in any stage: all three run one thread, and a crawler is
 only interrupted where it waits (a callback returning, a ``yield from``, an ``await``).
+
+A stage's crawler imports what it builds on from here, the two types its signatures
+name included: :class:`Response`, what a fetch returns, and :class:`CrawlResult`,
+what a crawl returns (defined in shared/responses.py and shared/report.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 import sys
 import time
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 from shared.links import parse_links
 from shared.report import CrawlResult, FetchStatistic, Progress
+from shared.resolver import Resolver
 from shared.responses import (
     MAX_BODY,
     Response,
@@ -36,6 +45,19 @@ from shared.robots import Robots, robots_url, skipped
 from shared.tls import certificate_error, ssl_context
 from shared.trace import Tracer
 from shared.urls import UrlRules, normalize
+
+__all__ = [
+    "LOGGER",
+    "BaseCrawler",
+    "CrawlResult",
+    "Options",
+    "ParseError",
+    "Response",
+    "describe",
+    "host_key",
+    "on_exit",
+    "root_url",
+]
 
 LOGGER = logging.getLogger("crawler")
 
@@ -57,12 +79,18 @@ class Options:
     cafile: str | None = None
     ignore_robots: bool = False
     trace: bool = False
+    max_per_host: int | None = None  # None: a host may have all --max-tasks fetches
+    delay: float = 0.0  # seconds between the starts of two requests to one host
 
     def __post_init__(self) -> None:
         """Reject settings no crawl can run with, saying what to use instead."""
         for name, low in (("max_tasks", 1), ("max_redirect", 0), ("max_tries", 1)):
             if getattr(self, name) < low:
                 raise ValueError(f"{name} must be >= {low} (got {getattr(self, name)})")
+        if self.max_per_host is not None and self.max_per_host < 1:
+            raise ValueError(f"max_per_host must be >= 1 (got {self.max_per_host})")
+        if self.delay < 0:
+            raise ValueError(f"delay must be >= 0 seconds (got {self.delay})")
         if self.timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds (got {self.timeout})")
         if self.max_pages is not None and self.max_pages < 1:
@@ -86,6 +114,29 @@ def root_url(root: str) -> str:
     return url
 
 
+def host_key(url: str) -> str:
+    """Return the host that per-host limits count url under: its name, ports apart.
+
+    As in the scope rule (shared/urls.py), a port does not make another host: the
+    pages of example.com:8080 and example.com share one server, so they share one
+    --max-per-host.
+    """
+    return urlsplit(url).hostname or ""
+
+
+@contextlib.contextmanager
+def on_exit(fn: Callable[..., object], *args: object) -> Iterator[None]:
+    """A ``with`` block at whose end, however it ends, ``fn(*args)`` is called.
+
+    Stage 2 gives a host's slot back with it (``with (yield from self.host_slot(url)):``),
+    where stage 3's asyncio.Semaphore is a context manager of its own.
+    """
+    try:
+        yield
+    finally:
+        fn(*args)
+
+
 def describe(exc: BaseException) -> str:
     """Return an error message for a record: the exception's type and text.
 
@@ -106,6 +157,11 @@ class BaseCrawler:
     later pages of the origin wait for that fetch.  Then the stage calls
     :meth:`begin`, fetches, and reports the outcome with :meth:`record_response`
     (which returns the pairs to queue next) or :meth:`record_failure`.
+
+    With --max-per-host, a stage first waits, each in its own style, until the URL's
+    host (:func:`host_key`) has fewer than ``max_per_host`` fetches in flight, robots.txt
+    fetches included; only then does it call :meth:`begin`, so a URL waiting for its
+    host is never counted in flight.
     """
 
     stage: ClassVar[str] = "base"
@@ -116,6 +172,11 @@ class BaseCrawler:
         self.max_tasks = options.max_tasks
         self.max_redirect = options.max_redirect
         self.max_tries = options.max_tries
+        # Without --max-per-host a host may have every fetch in flight: --max-tasks is
+        # then the per-host limit, one that never binds, and no stage needs a special case.
+        self.max_per_host = options.max_per_host or options.max_tasks
+        self.host_load: Counter[str] = Counter()  # host -> fetches in flight to it
+        self.next_start: dict[str, float] = {}  # host -> when --delay lets its next request go
         self.roots = list(dict.fromkeys(root_url(root) for root in roots))
         self.rules = UrlRules(self.roots, strict=options.strict, exclude=options.exclude)
         self.seen_urls: set[str] = set(self.roots)
@@ -133,6 +194,14 @@ class BaseCrawler:
                 " site can pretend to be it"
             )
         self.t0 = time.monotonic()
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        """Name resolution, once per host, for the hand-made stages 1 and 2.
+
+        Made on first use: stage 3 never asks, aiohttp resolves names for it.
+        """
+        return Resolver()
 
     def now(self) -> float:
         """Seconds since the crawl began."""
@@ -162,6 +231,7 @@ class BaseCrawler:
         self.robots_rules.pending.add(url)
         self.seen_urls.add(url)  # a link to it, found later, does not fetch it again
         self.in_flight[url] = self.now()
+        self.host_load[host_key(url)] += 1
 
     def begin(self, url: str) -> bool:
         """Claim a URL for fetching, once its origin's robots.txt is known; False to skip it.
@@ -182,7 +252,31 @@ class BaseCrawler:
                 return False
         self.requested += 1
         self.in_flight[url] = self.now()
+        self.host_load[host_key(url)] += 1
         return True
+
+    def host_full(self, url: str) -> bool:
+        """Tell whether url's host has --max-per-host fetches in flight already.
+
+        Stage 1 asks this before it starts a fetch; stages 2 and 3 count with a Queue
+        of tokens and a Semaphore of their own, and wait on those instead.
+        """
+        return self.host_load[host_key(url)] >= self.max_per_host
+
+    def delay_before(self, url: str) -> float:
+        """Book the start of a request to url's host; return the seconds to wait for it.
+
+        --delay S keeps at least S seconds between the starts of two requests to one
+        host, tries again included: a crawler's politeness towards other people's
+        sites.  Each request books the first start free, S after the one booked before
+        it, so requests that wait together go one after the other.  0 without --delay.
+        """
+        if not self.options.delay:
+            return 0.0
+        host, now = host_key(url), self.now()
+        start = max(now, self.next_start.get(host, now))
+        self.next_start[host] = start + self.options.delay
+        return start - now
 
     def handshake_done(self, url: str, sock: ssl.SSLSocket) -> None:
         """Log a finished TLS handshake (stages 1 and 2; aiohttp does stage 3's unseen)."""
@@ -199,7 +293,10 @@ class BaseCrawler:
     def record(self, stat: FetchStatistic) -> None:
         """Keep a finished URL's record and its place on the timeline."""
         end = self.now()
-        self.timeline.append((stat.url, self.in_flight.pop(stat.url, end), end))
+        start = self.in_flight.pop(stat.url, None)
+        if start is not None:  # it was in flight, not skipped before it began
+            self.host_load[host_key(stat.url)] -= 1
+        self.timeline.append((stat.url, end if start is None else start, end))
         self.done.append(stat)
         if self.progress is not None:
             queued = len(self.seen_urls) - len(self.done) - len(self.in_flight)
@@ -216,6 +313,31 @@ class BaseCrawler:
         recorded at once rather than asked for --max-tries times.
         """
         return tries >= self.max_tries or certificate_error(exc) is not None
+
+    def record_bug(self, url: str, exc: Exception) -> None:
+        """Record an exception nobody foresaw while fetching url: log its traceback, one try.
+
+        A bug in the crawler, or a page that breaks the link parser (--fail-on makes
+        one): the URL gets an error record and the crawl goes on.  Stages 2 and 3 call
+        this from their workers, and its traceback shows the whole chain of coroutines.
+        Stage 1's callback_failed takes the same two steps itself, where what its
+        traceback lacks (stack ripping) is the lesson.
+        """
+        LOGGER.error("while fetching %r", url, exc_info=exc)
+        self.record_failure(url, 1, exc)
+
+    def failed_try(self, url: str, tries: int, exc: BaseException) -> bool:
+        """Note a failed try of url; return True if it was the last, url then recorded as failed.
+
+        Another try follows (False) unless --max-tries is reached or there is no use
+        trying again (:meth:`give_up`).  The decision is the same in every stage; only
+        how a stage starts the next try is its own.
+        """
+        if self.give_up(tries, exc):
+            self.record_failure(url, tries, exc)
+            return True
+        self.retrying(url, tries, exc)
+        return False
 
     def record_failure(self, url: str, tries: int, exc: BaseException) -> None:
         """Record a URL for which no complete response came back.

@@ -33,6 +33,12 @@ class WireError(Exception):
     """The peer sent something that is not a valid, complete HTTP response."""
 
 
+#: What one try over a hand-made connection (stages 1 and 2) can fail with: refused,
+#: reset, unknown host, a TLS failure, the timeout (all OSError), and a response that is
+#: not valid HTTP or ends too soon (WireError).  Stage 3 has aiohttp's own errors.
+NETWORK_ERRORS = (OSError, WireError)
+
+
 def address(url: str) -> tuple[str, int]:
     """Return the (host, port) to connect to for an http(s) URL.
 

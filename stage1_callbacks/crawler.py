@@ -12,16 +12,13 @@ import contextlib
 import os
 import socket
 import ssl
-from collections import deque
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 
 from shared import interrupt
-from shared.crawling import LOGGER, BaseCrawler, Options
-from shared.httpwire import ResponseParser, WireError, request_bytes
-from shared.report import CrawlResult
-from shared.resolver import Resolver
-from shared.responses import Response
+from shared.crawling import LOGGER, BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
 from shared.tls import WOULD_BLOCK, tls_socket
 from stage1_callbacks.loop import Callback, EventLoop, TimerHandle
 
@@ -136,7 +133,7 @@ class Fetcher:
             # Nothing more for now.  The socket stays registered with this very
             # callback, so the loop calls it again when more bytes arrive.
             return
-        except (OSError, WireError) as exc:
+        except NETWORK_ERRORS as exc:
             self._fail(exc)
             return
         self._succeed(self.parser.response())
@@ -158,12 +155,10 @@ class Fetcher:
     def _fail(self, exc: Exception) -> None:
         """Close the failed try; start another, or record the failure after the last."""
         self.close()
-        if not self.crawler.give_up(self.tries, exc):
-            self.crawler.retrying(self.url, self.tries, exc)
-            self.start()  # a new socket: a half-used connection is never reused
-        else:
-            self.crawler.record_failure(self.url, self.tries, exc)
+        if self.crawler.failed_try(self.url, self.tries, exc):
             self.crawler.finished(self, [])
+        else:
+            self.crawler.polite(self)  # a new socket: a half-used connection is never reused
 
     def close(self) -> None:
         """End the current try: cancel its timer, unregister and close its socket."""
@@ -189,7 +184,7 @@ class Crawler(BaseCrawler):
         self.q: deque[tuple[str, int]] = deque(self.start_items())
         self.fetchers: dict[str, Fetcher] = {}  # url -> its Fetcher, while in flight
         self.parked: dict[str, list[tuple[str, int]]] = {}  # robots.txt URL -> pages waiting
-        self.resolver = Resolver()
+        self.host_lines: dict[str, deque[tuple[str, int]]] = defaultdict(deque)  # host -> URLs
         self.interrupted = False
         with interrupt.caught() as ctrl_c:
             if ctrl_c:  # Ctrl-C wakes the loop through a socket; cancel() runs as a callback
@@ -212,11 +207,28 @@ class Crawler(BaseCrawler):
         # fetch that finishes calls work() again, to start the next ones.
         while self.q and len(self.fetchers) < self.max_tasks:
             url, max_redirect = self.q.popleft()
+            if not self.host_slot(url, max_redirect):
+                continue  # its host has --max-per-host fetches in flight: it waits in line
             robots_url = self.robots_txt(url)
-            if robots_url is not None:
+            if robots_url is not None:  # park() may start robots.txt's fetch: it has room
                 self.park(robots_url, url, max_redirect)
             elif self.begin(url):
                 self.fetch(url, max_redirect)
+
+    def host_slot(self, url: str, max_redirect: int) -> bool:
+        """Tell whether url's host has a free --max-per-host slot; if not, line url up for one."""
+        # Stages 2 and 3 wait on a Queue of tokens or a Semaphore, whose release wakes the
+        # next waiter.  Callbacks cannot wait, so URLs of a full host are kept aside in the
+        # host's line, and woken one at a time: by finished(), when a fetch of the host
+        # ends, and here, by each URL that finds a slot free, in case it does not use it
+        # after all (robots.txt forbids it, say): then the next in line may.
+        line = self.host_lines[host_key(url)]
+        if self.host_full(url):
+            line.append((url, max_redirect))
+            return False
+        if line:
+            self.q.appendleft(line.popleft())  # it comes back here next, and may find room
+        return True
 
     def park(self, robots_url: str, url: str, max_redirect: int) -> None:
         """Keep a page aside until its origin's robots.txt is in; the first one fetches it."""
@@ -230,11 +242,16 @@ class Crawler(BaseCrawler):
     def fetch(self, url: str, max_redirect: int) -> None:
         """Start fetching one URL; from here on, its Fetcher's callbacks carry it."""
         fetcher = self.fetchers[url] = Fetcher(self, url, max_redirect)
+        self.polite(fetcher)
+
+    def polite(self, fetcher: Fetcher) -> None:
+        """Start fetcher's next try once --delay lets a request to its host start: a timer."""
         # Started from the loop, not from here: then every step of every fetch runs
         # as a loop callback, under the loop's exception handler, and a fetch that
         # fails at once cannot call work() from inside work().  Until it starts, its
-        # timer is the start itself, so that close() can cancel that too.
-        fetcher.timer = self.loop.call_soon(fetcher.start)
+        # timer is the start itself, so that close() can cancel that too.  Without
+        # --delay the timer is due at once, as call_soon would schedule it.
+        fetcher.timer = self.loop.call_later(self.delay_before(fetcher.url), fetcher.start)
 
     def finished(self, fetcher: Fetcher, items: list[tuple[str, int]]) -> None:
         """Take a finished Fetcher out of flight, queue what it found, start more fetches."""
@@ -242,6 +259,8 @@ class Crawler(BaseCrawler):
         self.q.extend(items)
         # If it was a robots.txt, the pages parked for it go back to the front of the queue.
         self.q.extendleft(reversed(self.parked.pop(fetcher.url, [])))
+        if line := self.host_lines.get(host_key(fetcher.url)):  # a slot of its host is free
+            self.q.appendleft(line.popleft())
         self.work()
 
     def cancel(self) -> None:
@@ -252,6 +271,7 @@ class Crawler(BaseCrawler):
         self.interrupted = True
         self.q.clear()
         self.parked.clear()
+        self.host_lines.clear()
         for fetcher in self.fetchers.values():
             fetcher.close()  # the same way out as every try: timer cancelled, socket closed
         self.fetchers.clear()
@@ -267,10 +287,12 @@ class Crawler(BaseCrawler):
         if not isinstance(fetcher, Fetcher) or fetcher.url not in self.fetchers:
             raise exc
         # Stack ripping, for all to see: this traceback starts in the loop and shows
-        # the callback, but not work() or fetch(), which set the chain going.
+        # the callback, but not work() or fetch(), which set the chain going.  (Stages 2
+        # and 3 log theirs in record_bug; here the traceback is the lesson, so it is
+        # logged where it is caught.)
         LOGGER.error("while fetching %r", fetcher.url, exc_info=exc)
         fetcher.close()
-        self.record_failure(fetcher.url, 1, exc)  # tries=1, as stage 3 records it
+        self.record_failure(fetcher.url, 1, exc)  # one try, as record_bug counts it
         self.finished(fetcher, [])
 
 

@@ -14,21 +14,14 @@ import ssl
 from collections.abc import Sequence
 
 from shared import interrupt
-from shared.crawling import LOGGER, BaseCrawler, Options
-from shared.httpwire import ResponseParser, WireError, request_bytes
-from shared.report import CrawlResult
-from shared.resolver import Resolver
-from shared.responses import Response
+from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key, on_exit
+from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
 from shared.tls import tls_socket
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
-from stage2_generators.tasks import Task, wait_for
-
-# What a try can fail with: refused, reset, unknown host, a TLS failure (all OSError), the
-# timeout, and a response that is not valid HTTP or ends too soon (WireError).
-NETWORK_ERRORS = (OSError, WireError)
+from stage2_generators.tasks import Task, sleep, wait_for
 
 
 class Crawler(BaseCrawler):
@@ -41,8 +34,8 @@ class Crawler(BaseCrawler):
         self.q: Queue[tuple[str, int]] = Queue()
         for item in self.start_items():
             self.q.put_nowait(item)
-        self.resolver = Resolver()
         self.robots_tasks: dict[str, Task[None]] = {}  # robots.txt URL -> the Task fetching it
+        self.host_slots: dict[str, Queue[None]] = {}  # host -> a token per fetch it may have
         workers = [Task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)]
         try:
             yield from self.q.join()  # suspends: until task_done() matched every put
@@ -59,16 +52,32 @@ class Crawler(BaseCrawler):
         while True:
             url, max_redirect = yield from self.q.get()  # suspends: until a URL is queued
             try:
-                yield from self.robots(url)  # suspends: until the origin's robots.txt is known
-                if self.begin(url):
-                    yield from self.fetch(url, max_redirect)
+                # suspends: while the URL's host has --max-per-host fetches in flight.  If the
+                # page must fetch its origin's robots.txt, it does so in this slot too.
+                with (yield from self.host_slot(url)):
+                    yield from self.robots(url)  # suspends: until the origin's robots.txt is in
+                    if self.begin(url):
+                        yield from self.fetch(url, max_redirect)
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
-                # traceback shows the whole coroutine chain, no stack ripping here.
-                LOGGER.exception("while fetching %r", url)
-                self.record_failure(url, 1, exc)
+                # traceback it logs shows the whole coroutine chain, no stack ripping here.
+                self.record_bug(url, exc)
             finally:
                 self.q.task_done()
+
+    def host_slot(self, url: str) -> Coroutine[contextlib.AbstractContextManager[None]]:
+        """Take one of the --max-per-host slots of url's host, waiting for one: a with holds it."""
+        # Used as ``with (yield from self.host_slot(url)):``, the way asyncio's locks were
+        # before ``async with`` existed: the wait is in the yield from, and the end of the
+        # with block, however it ends, gives the slot back.  A host's slots are a Queue
+        # holding a token for each: a Queue of tokens is a semaphore (stage 3 uses asyncio's).
+        host = host_key(url)
+        if host not in self.host_slots:
+            self.host_slots[host] = Queue()
+            for _ in range(self.max_per_host):
+                self.host_slots[host].put_nowait(None)
+        yield from self.host_slots[host].get()  # suspends: until the host has a token left
+        return on_exit(self.host_slots[host].put_nowait, None)  # the token goes back
 
     def robots(self, url: str) -> Coroutine[None]:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""
@@ -82,20 +91,22 @@ class Crawler(BaseCrawler):
 
     def fetch(self, url: str, max_redirect: int) -> Coroutine[None]:
         """Fetch one URL, trying again on network errors, and queue what it leads to."""
-        tries = 0
-        while True:
-            tries += 1
+        for tries in range(1, self.max_tries + 1):
             try:
+                yield from self.polite(url)  # suspends: until --delay lets the request go
                 # suspends: until the whole response is in, or the timeout cancels request()
                 response = yield from wait_for(self.request(url), self.options.timeout)
                 break
             except NETWORK_ERRORS as exc:
-                if self.give_up(tries, exc):
-                    self.record_failure(url, tries, exc)
+                if self.failed_try(url, tries, exc):  # the last try: url is recorded as failed
                     return
-                self.retrying(url, tries, exc)
         for item in self.record_response(url, max_redirect, response, tries):
             self.q.put_nowait(item)
+
+    def polite(self, url: str) -> Coroutine[None]:
+        """Wait until --delay lets a request to url's host start; at once without --delay."""
+        if delay := self.delay_before(url):
+            yield from sleep(delay)  # suspends: until the host's turn comes
 
     def request(self, url: str) -> Coroutine[Response]:
         """GET a URL on a new connection and read the response, up to the size cap."""

@@ -106,6 +106,17 @@ class Future(Generic[T]):
         self._callbacks.clear()
 
 
+def wake_all(waiters: list[Future[None]]) -> None:
+    """Resolve each waiter's Future that is still pending, then forget them all."""
+    # A waiter whose task was cancelled has a cancelled Future already: setting its result
+    # would raise InvalidStateError. The Queue wakes its getters and joiners with this, and
+    # sleep() its one sleeper, who may have been cancelled just before the timer fired.
+    for fut in waiters:
+        if not fut.done():
+            fut.set_result(None)
+    waiters.clear()
+
+
 # A stage 2 coroutine is a generator that yields Futures and returns a T. This alias is our
 # own name for that shape; it is not typing.Coroutine, which describes `async def` functions.
 Coroutine = Generator[Future[Any], Any, T]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Generic, TypeVar
 
-from .futures import Coroutine, Future
+from .futures import Coroutine, Future, wake_all
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ class Queue(Generic[T]):
         # cancelled before it runs. We wake them all: then a cancelled getter cannot strand an
         # item, and get()'s `while` loop sends the ones that find the queue empty back to wait.
         # The cost is one step per idle worker when items trickle in one at a time.
-        _wake_all(self._getters)
+        wake_all(self._getters)
 
     def get(self) -> Coroutine[T]:
         """Remove and return the next item, waiting while the queue is empty."""
@@ -52,7 +52,7 @@ class Queue(Generic[T]):
             raise ValueError("task_done() called more times than there were items put")
         self._unfinished_tasks -= 1
         if self._unfinished_tasks == 0:
-            _wake_all(self._joiners)
+            wake_all(self._joiners)
 
     def join(self) -> Coroutine[None]:
         """Wait until every item put in the queue has been matched by task_done()."""
@@ -65,12 +65,3 @@ class Queue(Generic[T]):
             joiner: Future[None] = Future()
             self._joiners.append(joiner)
             yield from joiner  # suspends: waits for the last task_done()
-
-
-def _wake_all(waiters: list[Future[None]]) -> None:
-    # Resolve every waiter's Future and forget them all. A waiter whose task was cancelled has
-    # a cancelled Future already: setting its result would raise InvalidStateError.
-    for fut in waiters:
-        if not fut.done():
-            fut.set_result(None)
-    waiters.clear()

@@ -89,10 +89,10 @@ def sock_handshake(sock: ssl.SSLSocket) -> Coroutine[None]:
         try:
             sock.do_handshake()
             return  # done: certificate and host name verified (unless --insecure)
-        except ssl.SSLWantReadError:  # the TLS layer waits for the server's next message
-            writable = False
-        except ssl.SSLWantWriteError:  # the TLS layer waits for room to send its own
-            writable = True
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError) as wait:
+            # Not done yet: the TLS layer waits for the server's next message (it wants
+            # to read) or for room to send its own (it wants to write): wait for that.
+            writable = isinstance(wait, ssl.SSLWantWriteError)
         yield from _when_ready(sock, writable, lambda: None)  # suspends: until it can go on
 
 

@@ -8,14 +8,12 @@
 from __future__ import annotations
 
 import contextlib
-import itertools
 from typing import Any, TypeVar
 
-from .futures import CancelledError, Coroutine, Future
+from .futures import CancelledError, Coroutine, Future, wake_all
 from .loop import get_event_loop
 
 T = TypeVar("T")
-_task_numbers = itertools.count(1)
 
 
 class Task(Future[T]):
@@ -27,7 +25,9 @@ class Task(Future[T]):
     def __init__(self, coro: Coroutine[T], name: str | None = None) -> None:
         super().__init__()
         self._coro = coro
-        self.name = name or f"Task-{next(_task_numbers)}"  # as asyncio names them
+        # asyncio names a task it is given no name for Task-1, Task-2 ...; ours takes the name
+        # of its coroutine (work, fetch, request), which says more in a --trace line.
+        self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
         self._waiting_on: Future[Any] | None = None
@@ -102,16 +102,11 @@ class Task(Future[T]):
 def sleep(delay: float) -> Coroutine[None]:
     """Pause the calling coroutine for `delay` seconds while others run."""
     fut: Future[None] = Future()
-    handle = get_event_loop().call_later(delay, _wake_sleeper, fut)
+    handle = get_event_loop().call_later(delay, wake_all, [fut])  # the timer wakes the sleeper
     try:
         yield from fut  # suspends: waits for the timer
     finally:
         handle.cancel()  # on cancel, do not leave the timer behind
-
-
-def _wake_sleeper(fut: Future[None]) -> None:
-    if not fut.done():  # the sleeper may have been cancelled just before the timer fired
-        fut.set_result(None)
 
 
 def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
@@ -121,9 +116,9 @@ def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
     # our own, which the task resolves when it ends, rather than on the task: a cancellation
     # of our caller then lands here, never in the task, and cannot pass for the timer's.
     # (asyncio's wait_for confused the two until Python 3.12: a timeout swallowed a cancel.)
-    task = Task(coro, name=getattr(coro, "__name__", None))
+    task = Task(coro)  # named after its coroutine, as every task given no name
     ended: Future[None] = Future()
-    task.add_done_callback(lambda _: _wake_sleeper(ended))
+    task.add_done_callback(lambda _: wake_all([ended]))
     handle = get_event_loop().call_later(timeout, task.cancel)
     try:
         yield from ended  # suspends: until the task ends, by itself or cancelled by the timer

@@ -15,9 +15,8 @@ import aiohttp
 from yarl import URL
 
 from shared import USER_AGENT, interrupt
-from shared.crawling import LOGGER, BaseCrawler, Options
-from shared.report import CrawlResult
-from shared.responses import MAX_BODY, Response
+from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.responses import MAX_BODY
 from shared.trace import trace_coroutines
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
@@ -39,6 +38,7 @@ class Crawler(BaseCrawler):
         # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
         connector = aiohttp.TCPConnector(limit=self.max_tasks, ssl=self.ssl_context)
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
+        self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
         headers = {"User-Agent": USER_AGENT}
         async with aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=headers
@@ -62,16 +62,27 @@ class Crawler(BaseCrawler):
         while True:
             url, max_redirect = await self.q.get()  # suspends: until a URL is queued
             try:
-                await self.robots(url)  # suspends: until the origin's robots.txt is known
-                if self.begin(url):
-                    await self.fetch(url, max_redirect)
+                # suspends: while the URL's host has --max-per-host fetches in flight.  If the
+                # page must fetch its origin's robots.txt, it does so in this slot too.
+                async with self.host_slot(url):
+                    await self.robots(url)  # suspends: until the origin's robots.txt is in
+                    if self.begin(url):
+                        await self.fetch(url, max_redirect)
             except Exception as exc:
                 # A bug, or a page nobody foresaw: record it and keep crawling.  The
-                # traceback shows the whole coroutine chain, no stack ripping here.
-                LOGGER.exception("while fetching %r", url)
-                self.record_failure(url, 1, exc)
+                # traceback it logs shows the whole coroutine chain, no stack ripping here.
+                self.record_bug(url, exc)
             finally:
                 self.q.task_done()
+
+    def host_slot(self, url: str) -> asyncio.Semaphore:
+        """The --max-per-host slots of url's host: ``async with`` waits for one and holds it."""
+        # aiohttp's TCPConnector(limit_per_host=...) would count connections per host and
+        # port; we count fetches per host name, robots.txt's too, as stages 1 and 2 do.
+        host = host_key(url)
+        if host not in self.host_slots:
+            self.host_slots[host] = asyncio.Semaphore(self.max_per_host)
+        return self.host_slots[host]
 
     async def robots(self, url: str) -> None:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""
@@ -87,19 +98,21 @@ class Crawler(BaseCrawler):
 
     async def fetch(self, url: str, max_redirect: int) -> None:
         """Fetch one URL, trying again on network errors, and queue what it leads to."""
-        tries = 0
-        while True:
-            tries += 1
+        for tries in range(1, self.max_tries + 1):
             try:
+                await self.polite(url)  # suspends: until --delay lets the request go
                 response = await self.request(url)  # suspends: until the whole response is in
                 break
             except NETWORK_ERRORS as exc:
-                if self.give_up(tries, exc):
-                    self.record_failure(url, tries, exc)
+                if self.failed_try(url, tries, exc):  # the last try: url is recorded as failed
                     return
-                self.retrying(url, tries, exc)
         for item in self.record_response(url, max_redirect, response, tries):
             self.q.put_nowait(item)
+
+    async def polite(self, url: str) -> None:
+        """Wait until --delay lets a request to url's host start; at once without --delay."""
+        if delay := self.delay_before(url):
+            await asyncio.sleep(delay)  # suspends: until the host's turn comes
 
     async def request(self, url: str) -> Response:
         """GET a URL (redirects not followed) and read its body, up to the size cap."""

@@ -8,6 +8,7 @@ own oracle (``Site.expected``), never from another crawler's output.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -24,7 +25,16 @@ from shared import USER_AGENT
 from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
 from shared.robots import DISALLOWED as DISALLOWED_ERROR
-from shared.testsite import DISALLOWED, Expected, ServerTLS, Site, local_tls, serve
+from shared.testsite import (
+    DISALLOWED,
+    Expected,
+    ServerTLS,
+    Site,
+    local_tls,
+    loopback_hosts,
+    serve,
+    serve_hosts,
+)
 
 
 def fields(stat: FetchStatistic) -> tuple[Any, ...]:
@@ -136,6 +146,53 @@ def test_max_tasks_is_the_most_requests_the_server_sees_at_once(stage: ModuleTyp
         result = stage.crawl([base_url], Options(max_tasks=4))
         assert site.max_in_flight == 4
         assert len(result.fetches) == len(site.expected(base_url))
+
+
+def crawl_three_hosts(stage: ModuleType, options: Options, site: Site | None = None) -> Site:
+    """Crawl one site served on three hosts at once; check the records, return the site."""
+    site = site or Site(pages=40, traps=False, latency=0.03)
+    with serve_hosts(site, loopback_hosts(3)) as bases:
+        result = stage.crawl(bases, options)
+        assert_matches_oracle(result, site.expected(bases))
+    assert len(site.max_in_flight_by_host) == 3
+    return site
+
+
+def test_max_per_host_is_the_most_requests_one_host_sees_at_once(stage: ModuleType) -> None:
+    """Each host sees at most 2 at once, while the crawl keeps several hosts busy."""
+    site = crawl_three_hosts(stage, Options(max_tasks=6, max_per_host=2))
+    assert site.max_in_flight_by_host == {"127.0.0.1": 2, "127.0.0.2": 2, "127.0.0.3": 2}
+    assert site.max_in_flight > 2  # hosts were busy together: not one host at a time
+
+
+def test_urls_waiting_for_their_host_are_never_lost(stage: ModuleType) -> None:
+    """One fetch per host, and robots.txt forbids some pages: each still gets its record.
+
+    The root links to 80 pages at once, so they all wait for their host's one slot; a
+    URL whose turn comes but that robots.txt forbids (/p/7, /p/70 ...) must not leave
+    the URLs waiting behind it stranded.
+    """
+    site = Site(pages=81, fanout=80, traps=False, robots="rules", latency=0.005)
+    crawl_three_hosts(stage, Options(max_tasks=6, max_per_host=1), site)
+    assert site.max_in_flight_by_host == {"127.0.0.1": 1, "127.0.0.2": 1, "127.0.0.3": 1}
+
+
+def test_without_max_per_host_one_host_may_see_every_fetch(stage: ModuleType) -> None:
+    """The limit above is not the site's own shape: unlimited, a host sees more than 2."""
+    site = crawl_three_hosts(stage, Options(max_tasks=6))
+    assert max(site.max_in_flight_by_host.values()) > 2
+
+
+def test_delay_spaces_the_requests_to_one_host(stage: ModuleType) -> None:
+    """--delay 0.1: the server sees each request start at least ~0.1 s after the one before."""
+    site = Site(pages=8, traps=False)
+    with serve(site) as base_url:
+        result = stage.crawl([base_url], Options(max_tasks=4, delay=0.1))
+        assert_matches_oracle(result, site.expected(base_url))
+    arrived = sorted(when for when, _, _ in site.arrivals)
+    assert len(arrived) == len(result.fetches)  # robots.txt's request too
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrived)]
+    assert min(gaps) >= 0.08  # 0.1 s, less what the network may shift an arrival by
 
 
 @pytest.mark.parametrize("max_pages", [1, 7, 50])

@@ -10,7 +10,7 @@ import pytest
 
 from shared import USER_AGENT
 from shared.cli import parse_args
-from shared.crawling import BaseCrawler, Options, describe, root_url
+from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
 from shared.links import parse_links
 from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
@@ -350,6 +350,48 @@ def test_a_robots_txt_that_failed_allows_everything() -> None:
     assert crawler.begin("http://h/anything")
 
 
+def test_host_key_is_the_host_name_ports_apart() -> None:
+    assert host_key("http://example.com:8080/a") == host_key("https://example.com/b")
+    assert host_key("http://example.com/") != host_key("http://www.example.com/")
+    assert host_key("http://127.0.0.2:5000/") == "127.0.0.2"
+
+
+def test_a_host_is_full_with_max_per_host_fetches_in_flight_robots_included() -> None:
+    crawler = BaseCrawler(["http://h:1/"], Options(max_per_host=2))
+    crawler.begin_robots("http://h:1/robots.txt")
+    assert not crawler.host_full("http://h:2/")  # one in flight: robots.txt
+    crawler.record_failure("http://h:1/robots.txt", 1, TimeoutError())
+    assert crawler.begin("http://h:1/a") and crawler.begin("http://h:1/b")
+    assert crawler.host_full("http://h:3/c")  # two in flight: ports are not counted
+    assert not crawler.host_full("http://other/")
+    crawler.record_failure("http://h:1/a", 1, TimeoutError())
+    assert not crawler.host_full("http://h:1/c")
+    unlimited = BaseCrawler(["http://h/"], Options(max_tasks=3))
+    assert unlimited.max_per_host == 3  # without --max-per-host a host may have every task
+
+
+def test_delay_books_each_start_s_after_the_one_before_on_its_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    crawler = BaseCrawler(["http://h/"], Options(delay=0.5))
+    monkeypatch.setattr(crawler, "now", lambda: 10.0)
+    waits = [crawler.delay_before(url) for url in ("http://h/a", "http://h:8/b", "http://h/c")]
+    assert waits == [0.0, 0.5, 1.0]  # three requests at once go one after the other
+    assert crawler.delay_before("http://other/") == 0.0  # each host has its own turns
+    monkeypatch.setattr(crawler, "now", lambda: 12.0)
+    assert crawler.delay_before("http://h/d") == 0.0  # the last booked start is long past
+    assert BaseCrawler(["http://h/"]).delay_before("http://h/") == 0.0  # no --delay
+
+
+def test_a_failed_try_is_recorded_only_when_it_was_the_last() -> None:
+    crawler = BaseCrawler(["http://h/"], Options(max_tries=2, ignore_robots=True))
+    assert crawler.begin("http://h/")
+    assert not crawler.failed_try("http://h/", 1, ConnectionResetError())
+    assert crawler.done == [] and "http://h/" in crawler.in_flight
+    assert crawler.failed_try("http://h/", 2, ConnectionResetError())
+    assert crawler.done == [FetchStatistic("http://h/", error="ConnectionResetError", tries=2)]
+
+
 def certificate_failure() -> ssl.SSLCertVerificationError:
     return ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify")
 
@@ -393,6 +435,7 @@ def test_insecure_logs_a_warning_when_the_crawl_starts(caplog: pytest.LogCapture
         ("timeout", 0, "timeout must be > 0"),
         ("max_pages", 0, "max_pages must be >= 1"),
         ("max_redirect", -1, "max_redirect must be >= 0"),
+        ("max_per_host", 0, "max_per_host must be >= 1 (got 0)"),
     ],
 )
 def test_options_reject_impossible_values(field: str, value: int, message: str) -> None:
@@ -493,11 +536,23 @@ def test_command_line_builds_options() -> None:
             "2.5",
             "--max-pages",
             "7",
+            "--max-per-host",
+            "2",
+            "--delay",
+            "0.5",
             "-q",
         ],
     )
     assert args.roots == ["h.example"]
-    assert options == Options(max_tasks=3, exclude="a+", strict=False, timeout=2.5, max_pages=7)
+    assert options == Options(
+        max_tasks=3,
+        exclude="a+",
+        strict=False,
+        timeout=2.5,
+        max_pages=7,
+        max_per_host=2,
+        delay=0.5,
+    )
     _, options = parse_args("x", ["--insecure", "--ignore-robots"])
     assert options == Options(insecure=True, ignore_robots=True)
 
@@ -513,6 +568,8 @@ def test_command_line_builds_options() -> None:
         (["--insecure", "--cafile", "ca.pem"], "not allowed with"),
         (["--cafile", "/nonexistent/ca.pem"], "--cafile /nonexistent/ca.pem: cannot load it"),
         (["--cafile", __file__], "--cafile"),
+        (["--max-per-host", "0"], "max_per_host must be >= 1 (got 0)"),
+        (["--delay", "-1"], "delay must be >= 0 seconds (got -1.0)"),
         (["--site-pages", "0"], "--site-pages must be >= 1"),
         (["--site-latency", "-1"], "--site-latency must be >= 0 seconds"),
     ],

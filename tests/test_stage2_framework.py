@@ -169,6 +169,13 @@ def test_task_result_and_tasks_run_concurrently(loop: EventLoop) -> None:
     assert order == ["fast", "slow"]
 
 
+def test_a_task_is_named_after_its_coroutine_unless_named(loop: EventLoop) -> None:
+    """The name --trace shows: the coroutine's own (work, fetch, request) or the one given."""
+    assert Task(sleep(0)).name == "sleep"
+    assert Task(sleep(0), name="worker-3").name == "worker-3"
+    loop.run_until_complete(sleep(0.01))
+
+
 def test_yielding_a_non_future_fails_the_task(loop: EventLoop) -> None:
     """A bare `yield` of a non-Future is a bug: the task fails with a RuntimeError."""
 

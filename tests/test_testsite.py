@@ -30,7 +30,9 @@ from shared.testsite import (
     Expected,
     ServerTLS,
     Site,
+    loopback_hosts,
     serve,
+    serve_hosts,
 )
 from shared.urls import UrlRules, normalize
 
@@ -445,6 +447,67 @@ def test_user_agents_are_observed() -> None:
     assert site.user_agents == {"probe/1": 1}
     site.reset()
     assert not site.user_agents
+
+
+# --------------------------------------------------------------------------- several hosts
+
+
+def test_several_hosts_each_serve_the_whole_site_linking_to_itself() -> None:
+    """Each host is a site of its own; the oracle of a crawl of them all is their union."""
+    site = Site(pages=30)
+    with serve_hosts(site, loopback_hosts(3)) as bases:
+        assert [urlsplit(base).hostname for base in bases] == [
+            "127.0.0.1",
+            "127.0.0.2",
+            "127.0.0.3",
+        ]
+        found: dict[str, Expected] = {}
+        for base in bases:
+            alone = reference_crawl(base)
+            assert alone == site.expected(base)
+            assert all(url.startswith(base) for url in alone)  # no link leads to another host
+            found.update(alone)
+    assert found == site.expected(bases)
+    # The flaky page dropped its first two requests on every host, not on the first one only.
+    assert site.requests[TRAPS["flaky"]] == 3 * 3
+    hosts = collections.Counter(host for _, host, path in site.arrivals if path == "/")
+    assert hosts == {"127.0.0.1": 1, "127.0.0.2": 1, "127.0.0.3": 1}
+
+
+def test_the_server_counts_requests_in_flight_per_host_ports_apart() -> None:
+    site = Site(pages=2, traps=False, latency=0.3)
+    with serve_hosts(site, loopback_hosts(2)) as (first, second):
+        # Two requests to the first host at once (one names another port in its Host
+        # header: ports are not counted), one to the second.
+        port = port_of(first)
+        other_port = {"Host": f"127.0.0.1:{port + 1}"}
+        jobs = [(first, {}), (first, other_port), (second, {})]
+        threads = [threading.Thread(target=get, args=(base, headers)) for base, headers in jobs]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert site.max_in_flight_by_host == {"127.0.0.1": 2, "127.0.0.2": 1}
+    assert site.max_in_flight == 3
+    site.reset()
+    assert site.max_in_flight_by_host == {} and site.max_in_flight == 0 and not site.arrivals
+
+
+def get(base: str, headers: dict[str, str]) -> None:
+    """One GET of the root of base, with extra headers."""
+    parts = urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
+    conn.request("GET", "/", headers=headers)
+    assert conn.getresponse().read()
+    conn.close()
+
+
+def test_the_site_is_served_on_loopback_addresses_only() -> None:
+    for host in ("0.0.0.0", "192.168.1.1", "::"):
+        with pytest.raises(ValueError, match="loopback"), serve_hosts(Site(pages=1), (host,)):
+            pass
+    with pytest.raises(ValueError):
+        loopback_hosts(0)
 
 
 # --------------------------------------------------------------------------- https

@@ -13,13 +13,13 @@ Task 2 tests crawl the test site of shared/testsite.py and compare with its orac
 from __future__ import annotations
 
 import socket
-from collections import deque
+from collections import defaultdict, deque
 from typing import Any
 
 import pytest
 
 import stage1_callbacks
-from shared.crawling import Options
+from shared.crawling import Options, host_key
 from shared.report import CrawlResult, FetchStatistic
 from shared.resolver import Resolver
 from shared.testsite import Expected, Site, serve
@@ -39,12 +39,15 @@ class Harness(Crawler):
         self.q: deque[tuple[str, int]] = deque()
         self.fetchers: dict[str, Fetcher] = {}
         self.parked: dict[str, list[tuple[str, int]]] = {}
+        self.host_lines: dict[str, deque[tuple[str, int]]] = defaultdict(deque)
         self.resolver = Resolver()
         self.interrupted = False
 
     def end(self, url: str) -> None:
         """Take one Fetcher out of flight, as finished() would, and close it."""
         self.fetchers.pop(url).close()
+        # Its record, made before finished() in a real crawl, frees a slot of its host.
+        self.host_load[host_key(url)] -= 1
 
     def close_all(self) -> None:
         """Close every Fetcher still in flight (none has started), then the loop."""

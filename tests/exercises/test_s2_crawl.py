@@ -176,7 +176,7 @@ def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) ->
     )
 
 
-SHARED = ("q", "resolver", "robots_tasks")  # what crawl() prepares for the workers
+SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers
 
 
 class StandIn(Crawler):
@@ -239,10 +239,10 @@ def paths(depth: int) -> list[str]:
 
 @pytest.mark.task(taskno=1)
 def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
-    """Before the workers start: the queue, the resolver, no robots.txt fetch yet."""
+    """Before the workers start: the queue, no robots.txt fetch yet, no host's slots yet."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=2, max_redirect=0))
     run(loop, crawler.crawl())
-    assert crawler.shared == [("Queue", "Resolver", "dict")] * 2, f"types of {SHARED}"
+    assert crawler.shared == [("Queue", "dict", "dict")] * 2, f"types of {SHARED}"
     assert crawler.robots_known == [{}, {}], "robots_tasks must start empty"
 
 

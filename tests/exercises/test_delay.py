@@ -1,0 +1,76 @@
+"""Exercise delay: --delay S between the starts of two requests to one host, three styles.
+
+Task N is stage N's `Crawler.polite`: a timer in stage 1, `yield from sleep(...)` in
+stage 2, `await asyncio.sleep(...)` in stage 3 (see shared/exercises/delay/README.md).
+How long to wait is BaseCrawler.delay_before's answer, the same in every stage; each
+test asks the server when the requests came, or times a crawl whose every try fails.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import socket
+from typing import Any
+
+import pytest
+
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.testsite import Expected, Site, serve
+
+# Each stage is a task of its own: task 1 is stage 1, and so on.
+STAGES = [
+    pytest.param("stage1_callbacks", marks=pytest.mark.task(taskno=1), id="stage1"),
+    pytest.param("stage2_generators", marks=pytest.mark.task(taskno=2), id="stage2"),
+    pytest.param("stage3_asyncio", marks=pytest.mark.task(taskno=3), id="stage3"),
+]
+DELAY = 0.1
+SLACK = 0.02  # the network may shift one arrival by a little
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on the order)."""
+    error = stat.error is not None
+    return (stat.status, stat.next_url, stat.content_type, stat.num_urls, stat.tries, error)
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    return (exp.status, exp.next_url, exp.content_type, exp.num_urls, exp.tries, exp.error)
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The crawl recorded exactly the oracle's URLs, each as the oracle says."""
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = {
+        url: (fields(stat), expected_fields(expected[url]))
+        for url, stat in result.by_url().items()
+        if fields(stat) != expected_fields(expected[url])
+    }
+    assert not wrong, f"records differ from the oracle (got, expected): {wrong}"
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
+    """--delay 0.1 with four fetches allowed at once: still one start per 0.1 s."""
+    crawl = importlib.import_module(package).crawl
+    site = Site(pages=8, traps=False)
+    with serve(site) as base_url:
+        result = crawl([base_url], Options(max_tasks=4, delay=DELAY))
+        assert_matches_oracle(result, site.expected(base_url))
+    arrived = sorted(when for when, _, _ in site.arrivals)
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrived)]
+    assert min(gaps) >= DELAY - SLACK, f"two requests only {min(gaps):.3f} s apart"
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_a_try_again_waits_its_turn_too(package: str) -> None:
+    """Every try is a request: 3 tries of robots.txt, then 3 of the page, each 0.1 s apart."""
+    crawl = importlib.import_module(package).crawl
+    with socket.socket() as probe:  # a port nothing listens on: every try is refused at once
+        probe.bind(("127.0.0.1", 0))
+        root = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+    result = crawl([root], Options(max_tries=3, delay=DELAY))
+    assert {stat.url: stat.tries for stat in result.fetches} == {root + "robots.txt": 3, root: 3}
+    assert result.elapsed_s >= 5 * DELAY - SLACK, f"6 tries in {result.elapsed_s:.3f} s"

@@ -1,0 +1,84 @@
+"""Exercise per-host: at most --max-per-host fetches in flight per host, in three styles.
+
+Task N is stage N's `Crawler.host_slot`: a line of waiting URLs in stage 1, a Queue of
+tokens in stage 2, an asyncio.Semaphore in stage 3 (see
+shared/exercises/per-host/README.md).  Every test crawls one site served on three
+loopback hosts at once and asks the server how many requests each host had in flight
+at most; the records must be the site's oracle's, whatever the limit.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+
+from shared.crawling import Options
+from shared.report import CrawlResult, FetchStatistic
+from shared.testsite import Expected, Site, loopback_hosts, serve_hosts
+
+# Each stage is a task of its own: task 1 is stage 1, and so on.
+STAGES = [
+    pytest.param("stage1_callbacks", marks=pytest.mark.task(taskno=1), id="stage1"),
+    pytest.param("stage2_generators", marks=pytest.mark.task(taskno=2), id="stage2"),
+    pytest.param("stage3_asyncio", marks=pytest.mark.task(taskno=3), id="stage3"),
+]
+HOSTS = loopback_hosts(3)  # 127.0.0.1, 127.0.0.2 and 127.0.0.3
+
+
+def fields(stat: FetchStatistic) -> tuple[Any, ...]:
+    """What a record must agree on with the oracle (num_new_urls depends on the order)."""
+    error = stat.error is not None
+    return (stat.status, stat.next_url, stat.content_type, stat.encoding, stat.num_urls, error)
+
+
+def expected_fields(exp: Expected) -> tuple[Any, ...]:
+    return (exp.status, exp.next_url, exp.content_type, exp.encoding, exp.num_urls, exp.error)
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """The crawl recorded exactly the oracle's URLs, each as the oracle says."""
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = {
+        url: (fields(stat), expected_fields(expected[url]))
+        for url, stat in result.by_url().items()
+        if fields(stat) != expected_fields(expected[url])
+    }
+    assert not wrong, f"records differ from the oracle (got, expected): {wrong}"
+
+
+def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, int]:
+    """Crawl ``site`` on three hosts at once; check the records; return each host's peak."""
+    crawl = importlib.import_module(package).crawl
+    with serve_hosts(site, HOSTS) as bases:
+        result = crawl(bases, options)
+        assert not result.interrupted
+        assert_matches_oracle(result, site.expected(bases))
+    return site.max_in_flight_by_host
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_each_host_has_at_most_max_per_host_in_flight(package: str) -> None:
+    """--max-tasks 6 --max-per-host 2 on three hosts: two at once on each, never three."""
+    site = Site(pages=40, traps=False, latency=0.03)
+    peaks = crawl_three_hosts(package, Options(max_tasks=6, max_per_host=2), site)
+    assert peaks == dict.fromkeys(HOSTS, 2), "each host: 2 at once at most, and 2 reached"
+    assert site.max_in_flight > 2, "the hosts were never busy together"
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_no_url_is_lost_when_robots_txt_forbids_one_that_waited(package: str) -> None:
+    """One at a time per host, 80 links at once, some forbidden: every URL gets its record."""
+    site = Site(pages=81, fanout=80, traps=False, robots="rules", latency=0.005)
+    peaks = crawl_three_hosts(package, Options(max_tasks=6, max_per_host=1), site)
+    assert peaks == dict.fromkeys(HOSTS, 1)
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_without_max_per_host_a_host_may_have_every_fetch(package: str) -> None:
+    """No --max-per-host: the limit is --max-tasks, and one host does get more than 2."""
+    site = Site(pages=40, traps=False, latency=0.03)
+    peaks = crawl_three_hosts(package, Options(max_tasks=6), site)
+    assert max(peaks.values()) > 2, "a limit where none was asked for"
