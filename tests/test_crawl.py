@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -192,7 +193,10 @@ def test_delay_spaces_the_requests_to_one_host(stage: ModuleType) -> None:
     arrived = sorted(when for when, _, _ in site.arrivals)
     assert len(arrived) == len(result.fetches)  # robots.txt's request too
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrived)]
-    assert min(gaps) >= 0.08  # 0.1 s, less what the network may shift an arrival by
+    # Arrivals, not starts: a busy machine may shift one by a connect's worth of time,
+    # shrinking one gap and growing the next.  The span and the typical gap hold.
+    assert arrived[-1] - arrived[0] >= len(gaps) * 0.1 - 0.02
+    assert statistics.median(gaps) >= 0.08
 
 
 @pytest.mark.parametrize("max_pages", [1, 7, 50])
