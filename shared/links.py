@@ -38,6 +38,21 @@ class _LinkCollector(HTMLParser):
     handle_startendtag = handle_starttag  # <link href=x/> counts as well
 
 
+def raw_links(text: str) -> tuple[str | None, list[str]]:
+    """Return a page's first ``<base href>`` (None if it has none) and its raw link values.
+
+    The values are as the page spells them, in document order, entities decoded: nothing
+    is joined, normalised or filtered yet.  This is the parser's whole part of the work.
+    """
+    collector = _LinkCollector()
+    try:
+        collector.feed(text)
+        collector.close()
+    except AssertionError:  # very old html.parser bugs on absurd input; keep what we have
+        pass
+    return collector.base, collector.raw_links
+
+
 def parse_links(base_url: str, text: str) -> set[str]:
     """Return the normalised absolute http(s) URLs a page links to.
 
@@ -46,18 +61,13 @@ def parse_links(base_url: str, text: str) -> set[str]:
     that are not http(s) or cannot be parsed are skipped, never raised.  Scope and
     --exclude are not applied here: that is :class:`shared.urls.UrlRules`' job.
     """
-    collector = _LinkCollector()
-    try:
-        collector.feed(text)
-        collector.close()
-    except AssertionError:  # very old html.parser bugs on absurd input; keep what we have
-        pass
+    base_href, values = raw_links(text)
     base = base_url
-    if collector.base:
+    if base_href:
         with contextlib.suppress(ValueError):
-            base = urljoin(base_url, collector.base.strip())
+            base = urljoin(base_url, base_href.strip())
     links: set[str] = set()
-    for raw in collector.raw_links:
+    for raw in values:
         try:
             joined = urljoin(base, raw.strip())
         except ValueError:  # e.g. "http://[::1" is not a URL at all
