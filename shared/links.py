@@ -12,7 +12,7 @@ import contextlib
 from html.parser import HTMLParser
 from urllib.parse import urljoin
 
-from shared.urls import normalize
+from shared.urls import BaseUrl
 
 # The attribute that holds a URL, for each tag whose target a crawler visits.
 LINK_ATTRIBUTES = {"a": "href", "area": "href", "link": "href", "frame": "src", "iframe": "src"}
@@ -66,13 +66,10 @@ def parse_links(base_url: str, text: str) -> set[str]:
     if base_href:
         with contextlib.suppress(ValueError):
             base = urljoin(base_url, base_href.strip())
+    join = BaseUrl(base).join  # the base is taken apart once, for all the page's links
     links: set[str] = set()
     for raw in values:
-        try:
-            joined = urljoin(base, raw.strip())
-        except ValueError:  # e.g. "http://[::1" is not a URL at all
-            continue
-        url = normalize(joined)
-        if url is not None:
+        url = join(raw)
+        if url is not None:  # None: not http(s), or not a URL at all
             links.add(url)
     return links
