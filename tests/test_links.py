@@ -1,4 +1,4 @@
-"""The fast paths of URL handling against the general path, and the link parser's corners.
+"""The fast paths of URL handling against the general path; the link parser's corners.
 
 shared/urls.py answers the common spellings of a URL with a regular expression and
 string slicing, and everything else through urllib.parse.  Both must give the same
@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import pytest
+from lxml import etree
 
 import shared.urls
+from shared.links import parse_links
 from shared.urls import SCHEMES, BaseUrl, UrlRules, _normalize, normalize
 
 # Pieces that URLs are made of: for each part, plain spellings (which the fast paths
@@ -159,3 +162,75 @@ def test_scope_fast_path_agrees_with_urlsplit(strict: bool) -> None:
     candidates += [u for u in map(normalize, candidates) if u is not None]
     for url in candidates:
         assert outcome(rules.allowed, url) == outcome(reference_allowed, rules, url), url
+
+
+# --- the link parser's corners ------------------------------------------------------------
+
+
+def test_libxml2_tokenizes_as_html5() -> None:
+    # libxml2 2.14 brought the HTML5 tokenizer the corners below rely on; an lxml built
+    # against an older libxml2 of the system would read them otherwise.
+    assert etree.LIBXML_VERSION >= (2, 14), etree.LIBXML_VERSION
+
+
+def test_text_elements_and_comments_hold_no_links() -> None:
+    html = """<title>Go <a href=/t>here</a></title><textarea><a href=/ta></textarea>
+    <script>document.write('<a href=/s>')</script><style>a{}</style><a href=/style-after>
+    <iframe src=/frame><a href=/in-iframe></iframe><!-- <a href=/comment> --!><a href=/ok>"""
+    assert parse_links("http://h/", html) == {
+        "http://h/style-after",
+        "http://h/frame",
+        "http://h/ok",
+    }
+
+
+def test_entity_names_in_a_query_are_not_decoded_without_a_semicolon() -> None:
+    # "&times", "&reg", "&copy" are entities a browser decodes in text, but not in an
+    # attribute when a letter, a digit or "=" follows: they are query parameters.
+    html = '<a href="/s?a=1&timestamp=2&region=eu&copy=3&amp;b=4&lt;c">'
+    assert parse_links("http://h/", html) == {"http://h/s?a=1&timestamp=2&region=eu&copy=3&b=4%3Cc"}
+
+
+def test_a_feeds_cdata_sections_are_text_but_its_elements_count() -> None:
+    feed = """<?xml version="1.0"?><rss><channel><item>
+    <description><![CDATA[<p>Quoted HTML: <a href="/quoted">not the feed's</a></p>]]></description>
+    <link>/text-not-href</link><atom:link href="/prefixed"/></item>
+    <a href="/after-cdata">one</a><link href="/linked"/></channel></rss>"""
+    assert parse_links("http://h/feed", feed) == {"http://h/after-cdata", "http://h/linked"}
+
+
+def test_the_first_of_two_equal_attributes_counts() -> None:
+    assert parse_links("http://h/", "<a href=/first href=/second>") == {"http://h/first"}
+
+
+def test_a_frame_outside_a_frameset_still_counts() -> None:
+    # HTML5's tree builder drops it; a crawler should still follow it (a trap page has one).
+    assert parse_links("http://h/", "<body><FRAME SRC=/f><p>x") == {"http://h/f"}
+
+
+def test_deeply_nested_unclosed_tags_lose_no_link() -> None:
+    html = "<div><b>" * 5000 + "<a href=/deep>deep</a>"
+    assert parse_links("http://h/", html) == {"http://h/deep"}
+
+
+def test_the_first_base_with_an_href_counts_and_an_empty_one_means_the_page() -> None:
+    assert parse_links("http://h/p/q", "<base target=x><base href=/b/><a href=x>") == {
+        "http://h/b/x"
+    }
+    assert parse_links("http://h/p/q", '<base href=""><base href=/b/><a href=x>') == {
+        "http://h/p/x"
+    }
+
+
+def test_a_lone_surrogate_does_not_raise() -> None:
+    assert parse_links("http://h/", "\ud800<a href=/after>") == {"http://h/after"}
+
+
+def test_parsing_in_many_threads_gives_the_same_links() -> None:
+    # The threaded baseline parses pages in many threads at once.
+    pages = [f"<p>{i}</p>" + "".join(f"<a href=/p/{i}/{j}>" for j in range(20)) for i in range(400)]
+    expected = [parse_links("http://h/", page) for page in pages]
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda page: parse_links("http://h/", page), pages))
+    assert got == expected
+    assert all(len(links) == 20 for links in got)
