@@ -234,7 +234,10 @@ def test_markdown_renders_a_results_document() -> None:
         "S2": {
             "latency": 0.05,
             "level_bound_s": 1.1,
-            "results": {"stage1_callbacks": stats(1.02), "threaded": stats(1.1)},
+            "results": {
+                "stage1_callbacks": {**stats(1.02), "cpu_s": [3.0, 3.2], "records": [2000, 2000]},
+                "threaded": stats(1.1),  # a results file from before S2 kept its CPU time
+            },
         },
         "S3": {
             "baseline_tasks": 10,
@@ -243,10 +246,14 @@ def test_markdown_renders_a_results_document() -> None:
         },
     }
     text = markdown(doc)
+    assert "The run took" not in text  # a document that does not say how long it took
     assert "| scenario | stage1_callbacks | threaded |" in text
     assert "900 (810-990) ✓" in text  # as fast as the baseline: the target is met
     assert "1.02x (0.92-1.12) ✓" in text
     assert "| 1.25 | 1.25 |" in text  # CPU per page: 2.5 s for 2,000 pages
+    assert "| S2 crawler CPU, ms per page (whole process, start-up included) | 1.55 | - |" in text
+    assert "The run took 7 minutes." in markdown({**doc, "seconds": 430.0})
+    assert "The run took 52 seconds." in markdown({**doc, "seconds": 52.4})
     assert "skipped: file-descriptor limit 1024" in text
 
 
