@@ -11,9 +11,8 @@ from __future__ import annotations
 import codecs
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
-from shared.urls import normalize
+from shared.urls import resolve
 
 #: A body larger than this is not read to the end: the record says so instead.
 MAX_BODY = 10 * 1024 * 1024
@@ -60,11 +59,7 @@ def redirect_target(url: str, response: Response) -> str | None:
     location = response.headers.get("location")
     if not location or not is_redirect(response.status):
         return None
-    try:
-        joined = urljoin(url, location.strip())
-    except ValueError:
-        return None
-    return normalize(joined)
+    return resolve(url, location)
 
 
 def content_type(response: Response) -> tuple[str | None, str | None]:

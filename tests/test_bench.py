@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from test_crawl import assert_matches_oracle
 
-from shared.bench import threaded
+from shared.bench import pagecost, threaded
 from shared.bench.bench import DEFAULT_JSON, QUICK_JSON, markdown
 from shared.bench.compare import DEFAULT_SVG
 from shared.bench.load import load, site_paths
@@ -234,7 +234,10 @@ def test_markdown_renders_a_results_document() -> None:
         "S2": {
             "latency": 0.05,
             "level_bound_s": 1.1,
-            "results": {"stage1_callbacks": stats(1.02), "threaded": stats(1.1)},
+            "results": {
+                "stage1_callbacks": {**stats(1.02), "cpu_s": [3.0, 3.2], "records": [2000, 2000]},
+                "threaded": stats(1.1),  # a results file from before S2 kept its CPU time
+            },
         },
         "S3": {
             "baseline_tasks": 10,
@@ -243,8 +246,48 @@ def test_markdown_renders_a_results_document() -> None:
         },
     }
     text = markdown(doc)
+    assert "The run took" not in text  # a document that does not say how long it took
     assert "| scenario | stage1_callbacks | threaded |" in text
     assert "900 (810-990) ✓" in text  # as fast as the baseline: the target is met
     assert "1.02x (0.92-1.12) ✓" in text
     assert "| 1.25 | 1.25 |" in text  # CPU per page: 2.5 s for 2,000 pages
+    assert "| S2 crawler CPU, ms per page (whole process, start-up included) | 1.55 | - |" in text
+    assert "The run took 7 minutes." in markdown({**doc, "seconds": 430.0})
+    assert "The run took 52 seconds." in markdown({**doc, "seconds": 52.4})
     assert "skipped: file-descriptor limit 1024" in text
+
+
+# --- pagecost: the shared per-page path, measured offline ---------------------------------
+
+
+def test_pagecost_records_every_fetched_page_as_the_oracle_says() -> None:
+    # The tool measures record_response on pages it fetched once; those records must be
+    # the oracle's, or the figures would be those of a crawler doing other work.
+    site = Site()
+    corpus = pagecost.fetch_site(site)
+    expected = site.expected(corpus.root, ignore_robots=True)
+    assert {page.url for page in corpus.pages} == {
+        url for url, record in expected.items() if record.status is not None
+    }
+    run = pagecost.RecordPass(corpus)
+    run.setup()
+    run()
+    assert run.crawler is not None
+    for stat in run.crawler.done:
+        want = expected[stat.url]
+        got = (stat.status, stat.next_url, stat.content_type, stat.encoding, stat.num_urls)
+        assert got == (want.status, want.next_url, want.content_type, want.encoding, want.num_urls)
+    assert len(run.crawler.done) == len(corpus.pages)
+
+
+def test_pagecost_reports_each_part_and_a_profile() -> None:
+    corpus = pagecost.fetch_site(Site(pages=40, fanout=4, traps=False))
+    parts = pagecost.measure(corpus, repeat=1)
+    assert list(parts) == list(pagecost.PARTS)
+    assert parts["whole"] > 0 and parts["extract"] > 0
+    assert all(value >= 0 for value in parts.values())
+    rows = pagecost.profile(corpus, top=8)
+    assert len(rows) == 8
+    assert [row.own_us for row in rows] == sorted((row.own_us for row in rows), reverse=True)
+    assert all(f"| {label} |" in pagecost.table(parts, 1) for label in pagecost.PARTS.values())
+    assert all(f"| `{row.function}` |" in pagecost.profile_table(rows) for row in rows)

@@ -5,6 +5,7 @@
 * ``bench.py``     ``nox -s bench``: repeated scenarios, results.json and its markdown table.
 * ``server.py``    the test site in a process of its own, pinned to a core.
 * ``load.py``      a bare load client: how many requests a second the site can serve.
+* ``pagecost.py``  the CPU one page costs in the code every stage shares, without a network.
 * ``measure.py``   running a crawler as a child process, and what its timeline says.
 * ``rusage.py``    the small launcher that measures a crawler's peak memory.
 * ``svg.py``       the picture, written by hand.

@@ -344,6 +344,24 @@ def mark(met: bool | None) -> str:
     return "" if met is None else (" ✓" if met else " ✗")
 
 
+def cpu_row(scenario: str, part: dict[str, Any], names: Sequence[str]) -> str:
+    """The table row of a scenario's crawler CPU per page: CPU time over pages, median."""
+    row = [f"{scenario} crawler CPU, ms per page (whole process, start-up included)"]
+    for name in names:
+        entry = part["results"][name]
+        pairs = zip(entry.get("cpu_s", []), entry.get("records", []), strict=False)
+        per_page = [cpu / pages * 1000 for cpu, pages in pairs if pages]
+        row.append(f"{statistics.median(per_page):.2f}" if per_page else "-")
+    return "| " + " | ".join(row) + " |"
+
+
+def duration(seconds: float) -> str:
+    """A run's length, as a reader plans for it: "7 minutes", "50 seconds"."""
+    if seconds >= 90:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"
+
+
 def markdown(doc: dict[str, Any]) -> str:
     """Render a results document as the README's markdown: the machine, the table, targets."""
     m, names = doc["machine"], doc["crawlers"]
@@ -352,7 +370,8 @@ def markdown(doc: dict[str, Any]) -> str:
     out = [
         f"Measured on {m['cpu']}, {m['cores']} cores, {m['implementation']} {m['python']}, "
         f"{m['system']}, {m['date']}; {runs} run(s) of each, median (min-max)"
-        + (", site and crawler pinned to separate cores." if doc["pinned"] else "."),
+        + (", site and crawler pinned to separate cores." if doc["pinned"] else ".")
+        + (f" The run took {duration(doc['seconds'])}." if "seconds" in doc else ""),
         "",
         f"S0, the ceiling (the site alone, a bare load client, {s0['site']['pages']:,} pages): "
         f"{cell(s0['close'], ',.0f')} requests/s with a new connection per request, "
@@ -368,13 +387,7 @@ def markdown(doc: dict[str, Any]) -> str:
         met = None if threaded is None or name == "threaded" else stats["median"] >= threaded
         row.append(cell(stats, ",.0f") + mark(met if "median" in stats else False))
     out.append("| " + " | ".join(row) + " |")
-    row = ["S1 crawler CPU, ms per page (whole process, start-up included)"]
-    for name in names:
-        entry = s1["results"][name]
-        pairs = zip(entry.get("cpu_s", []), entry.get("records", []), strict=False)
-        per_page = [cpu / pages * 1000 for cpu, pages in pairs if pages]
-        row.append(f"{statistics.median(per_page):.2f}" if per_page else "-")
-    out.append("| " + " | ".join(row) + " |")
+    out.append(cpu_row("S1", s1, names))
     bound = f"{s2['latency'] * 1000:g} ms, bound {s2['level_bound_s']:.2f} s"
     row = [f"S2 time / level bound ({bound})"]
     for name in names:
@@ -382,6 +395,9 @@ def markdown(doc: dict[str, Any]) -> str:
         met = None if name == "threaded" else stats.get("median", 99) <= S2_TARGET
         row.append(cell(stats, ".2f", "x") + mark(met))
     out.append("| " + " | ".join(row) + " |")
+    # Next to the time over the bound: if CPU per page times the pages is near the crawl's
+    # time, the crawler was waiting for its own CPU rather than for the site.
+    out.append(cpu_row("S2", s2, names))
     for size, part in s3.items():
         if not isinstance(part, dict) or "results" not in part:
             if isinstance(part, dict) and "skipped" in part:
