@@ -173,7 +173,7 @@ def compare(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """The benchmark (about 8 minutes) to out/results.json: `-- --quick` for a smoke run."""
+    """The benchmark (about 7 minutes) to out/results.json: `-- --quick` for a smoke run."""
     posix_only(session)
     install(session)
     session.run("python", "-m", "shared.bench.bench", *session.posargs)

@@ -350,7 +350,7 @@ def trap_pages() -> dict[str, Resource]:
         "text/plain; charset=utf-8", b'Plain text is not parsed: <a href="/traps/never/text">\n'
     )
 
-    # XML flavours are parsed: html.parser sees <link> and <a> as tags.
+    # XML flavours are parsed: the link parser sees <link> and <a> as tags.
     t["/traps/sitemap.xml"] = Resource(
         content_type="application/xml",
         body=b"""<?xml version="1.0" encoding="UTF-8"?>
