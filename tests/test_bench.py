@@ -392,6 +392,15 @@ def test_the_readmes_pictures_are_drawn_from_the_committed_results() -> None:
     assert race == race_svg(doc)
 
 
+def test_the_readme_shows_the_pictures_and_the_command_that_redraws_them() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Comparing the stages") :]
+    for picture in PICTURES:
+        assert f"](shared/bench/{picture})" in section, picture
+    assert "nox -s compare -- --readme" in section
+    assert '"phases"' in readme  # --timeline's JSON, described
+
+
 def test_the_table_shows_a_dash_without_benchmark_figures() -> None:
     from shared.bench.compare import Row
 

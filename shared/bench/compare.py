@@ -273,7 +273,10 @@ def output_dir(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pat
     """The folder the pictures go to: out/, --out DIR, or with --readme the README's."""
     chosen: Path = README_OUT if args.readme else (args.out or DEFAULT_OUT)
     if chosen.suffix == ".svg":  # --out once named the one picture there was
-        parser.error(f"--out names a folder, for {', '.join(PICTURES)}: not {chosen}")
+        parser.error(
+            f"--out names a folder, for {', '.join(PICTURES)}, not {chosen}; "
+            "--readme redraws the README's"
+        )
     return chosen
 
 
