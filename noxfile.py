@@ -165,7 +165,10 @@ def posix_only(session: nox.Session) -> None:
 
 @nox.session
 def compare(session: nox.Session) -> None:
-    """The stages and a thread pool on one site: a table and out/compare.svg (--out PATH)."""
+    """The stages and a thread pool on one site: a table, three pictures in out/ (--out DIR).
+
+    `nox -s compare -- --readme` redraws the README's pictures, in shared/bench/.
+    """
     posix_only(session)
     install(session)
     session.run("python", "-m", "shared.bench.compare", *session.posargs)

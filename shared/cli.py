@@ -79,7 +79,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeline",
         action="store_true",
-        help="add each fetch's start and end time to the JSON",
+        help="add each fetch's start and end time, and when it was queued and connected, "
+        "to the JSON",
     )
     parser.add_argument(
         "--trace",

@@ -42,7 +42,10 @@ class CrawlResult:
     """The outcome of one crawl: its records, in the order they finished.
 
     ``timeline`` holds, per URL fetched, the start and end of its fetch in seconds
-    since the crawl began: the raw data behind the comparison's pictures.
+    since the crawl began: the raw data behind the comparison's pictures.  ``phases``
+    adds, per URL in the same order, when it was queued (found, or a root: 0) and when
+    its last try had its connection (None if it never had one): the time it waited
+    before its start, and the part of the fetch spent connecting.
     """
 
     stage: str
@@ -52,6 +55,7 @@ class CrawlResult:
     interrupted: bool = False
     max_tasks: int = 0
     timeline: list[tuple[str, float, float]] = field(default_factory=list)
+    phases: list[tuple[str, float, float | None]] = field(default_factory=list)
 
     @property
     def urls(self) -> set[str]:
@@ -73,6 +77,10 @@ class CrawlResult:
         }
         if timeline:
             doc["timeline"] = [[url, round(a, 6), round(b, 6)] for url, a, b in self.timeline]
+            doc["phases"] = [
+                [url, round(queued, 6), None if connected is None else round(connected, 6)]
+                for url, queued, connected in self.phases
+            ]
         return doc
 
 

@@ -72,6 +72,7 @@ class Fetcher:
         if err:
             self._fail(OSError(err, os.strerror(err)))  # e.g. ConnectionRefusedError
             return
+        self.crawler.connected(self.url)  # for the timeline: connecting is over, reading begins
         if self.url.startswith("https:"):
             # The wrapped socket takes over the file descriptor, and the selector knows
             # sockets by theirs: unregister the plain one first.

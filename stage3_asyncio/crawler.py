@@ -41,7 +41,7 @@ class Crawler(BaseCrawler):
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
         headers = {"User-Agent": USER_AGENT}
         async with aiohttp.ClientSession(
-            connector=connector, timeout=timeout, headers=headers
+            connector=connector, timeout=timeout, headers=headers, trace_configs=self.phase_traces()
         ) as self.session:
             # aiohttp quietly repeats a GET once when the server hangs up before answering.
             # Retrying is the crawler's job (--max-tries counts every attempt), so turn that off.

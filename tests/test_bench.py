@@ -7,6 +7,7 @@ themselves are never asserted: they depend on the machine.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -20,8 +21,17 @@ import pytest
 from test_crawl import assert_matches_oracle
 
 from shared.bench import pagecost, threaded
-from shared.bench.bench import DEFAULT_JSON, QUICK_JSON, markdown
-from shared.bench.compare import DEFAULT_SVG
+from shared.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
+from shared.bench.compare import (
+    DEFAULT_OUT,
+    DEFAULT_SVG,
+    PICTURES,
+    README_OUT,
+    build_parser,
+    format_table,
+    output_dir,
+)
+from shared.bench.figures import kib_per_fetch, memory_svg, race_svg
 from shared.bench.load import load, site_paths
 from shared.bench.measure import (
     ROOT,
@@ -32,7 +42,14 @@ from shared.bench.measure import (
     peak_in_flight,
     posix_only,
 )
-from shared.bench.svg import Lane, Scale, nice_step, render, step_path
+from shared.bench.phases import (
+    PhaseStep,
+    counts_at,
+    has_connect_times,
+    peak_queued,
+    phase_steps,
+)
+from shared.bench.svg import Lane, Scale, band_path, column_means, nice_step, render
 from shared.crawling import Options
 from shared.testsite import Site, serve
 
@@ -83,33 +100,83 @@ def test_threaded_ctrl_c_gives_the_partial_result(
     assert ctrl_c_check("shared.bench.threaded")["stage"] == "threaded"
 
 
+# --- the phases every crawler records ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "module", ["stage1_callbacks", "stage2_generators", "stage3_asyncio", "shared.bench.threaded"]
+)
+def test_every_crawler_records_when_each_fetch_was_queued_and_connected(module: str) -> None:
+    """Queued, begun, connected, ended, in that order, for every page; the JSON says so too."""
+    crawl = importlib.import_module(module).crawl
+    site = Site(pages=30, traps=False, latency=0.02)
+    with serve(site) as base_url:
+        result = crawl([base_url], Options(max_tasks=3, ignore_robots=True))
+    assert [entry[0] for entry in result.phases] == [entry[0] for entry in result.timeline]
+    for (url, start, end), (_, queued, connected) in zip(
+        result.timeline, result.phases, strict=True
+    ):
+        assert connected is not None, url
+        assert queued <= start <= connected <= end, url
+    assert result.phases[0][1] == 0.0  # the root, queued when the crawl began
+    # Three at a time: the root's links wait in the queue, and are not counted in flight.
+    steps = phase_steps(
+        result.to_json(timeline=True)["timeline"], result.to_json(timeline=True)["phases"]
+    )
+    assert peak_queued(steps) > 0 and max(step.in_flight for step in steps) <= 3
+
+
 # --- compare, end to end ----------------------------------------------------------------
 
 
-def test_compare_on_a_tiny_site_gives_four_rows_and_a_picture(tmp_path: Path) -> None:
-    svg, rows = tmp_path / "compare.svg", tmp_path / "rows.json"
+def test_compare_on_a_tiny_site_gives_four_rows_and_three_pictures(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.json"
     argv = [sys.executable, "-m", "shared.bench.compare", "--pages=30", "--latency=0.005"]
-    argv += [f"--out={svg}", f"--json={rows}", "--timeout=5"]
+    argv += [f"--out={tmp_path}", f"--json={rows}", "--timeout=5"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
     names = ["stage1_callbacks", "stage2_generators", "stage3_asyncio", "threaded"]
     table = [line.split() for line in done.stdout.splitlines()]
+    header = next(cells for cells in table if cells and cells[0] == "crawler")
+    assert " ".join(header).count("peak queued peak in flight KiB/fetch") == 1
     table = [cells for cells in table if cells and cells[0] in names]
     assert [line[0] for line in table] == names
     assert all(line[2] == "yes" for line in table), done.stdout  # the oracle's page set
     doc = json.loads(rows.read_text())
     assert [row["crawler"] for row in doc["rows"]] == names
     assert all(1 <= row["peak_in_flight"] <= 10 and row["lines"] > 0 for row in doc["rows"])
+    # 30 pages and the traps, ten at a time: the root's links alone fill the queue for a while.
+    assert all(row["peak_queued"] > 0 for row in doc["rows"])
+    committed = kib_per_fetch(json.loads(COMMITTED_JSON.read_text()))
+    assert [row["kib_per_fetch"] for row in doc["rows"]] == [committed[name] for name in names]
     assert "--timeout=5" in doc["args"]  # an option compare does not know is passed on
-    root = ET.parse(svg).getroot()
-    assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    root = ET.parse(tmp_path / "compare.svg").getroot()
+    assert root.tag == SVG + "svg"
+    texts = [t.text for t in root.iter(SVG + "text")]
     assert all(name in texts for name in names)
-    assert len(list(root.iter("{http://www.w3.org/2000/svg}path"))) == 4
+    # Per lane: everything in flight, the reading part over it, and the queue below.
+    assert len(list(root.iter(SVG + "path"))) == 3 * 4
+    for picture in PICTURES[1:]:
+        assert len(bars_of(ET.parse(tmp_path / picture).getroot())) == 4
+
+
+def test_compare_writes_by_default_where_git_ignores() -> None:
+    """Pictures go to out/ unless told otherwise; --readme names the README's folder."""
+    assert DEFAULT_OUT == ROOT / "out" and DEFAULT_SVG.parent == DEFAULT_OUT
+    parser = build_parser()
+    assert output_dir(parser, parser.parse_known_args([])[0]) == ROOT / "out"
+    readme = parser.parse_known_args(["--readme"])[0]
+    assert output_dir(parser, readme) == README_OUT == ROOT / "shared" / "bench"
+    elsewhere = parser.parse_known_args(["--out", "/tmp/pictures"])[0]
+    assert output_dir(parser, elsewhere) == Path("/tmp/pictures")
+    with pytest.raises(SystemExit):  # --out used to name the picture itself
+        output_dir(parser, parser.parse_known_args(["--out", "x/compare.svg"])[0])
+    with pytest.raises(SystemExit):  # one place or the other
+        parser.parse_known_args(["--readme", "--out", "x"])
 
 
 def test_compare_and_bench_write_by_default_where_git_ignores() -> None:
-    # The committed picture and figures change only when --out or --json names them.
+    # The committed pictures and figures change only when --readme or --json names them.
     ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
     assert "/out/" in ignored
     for path in (DEFAULT_SVG, DEFAULT_JSON, QUICK_JSON):
@@ -166,22 +233,180 @@ def test_count_lines_skips_blank_lines_and_comments(tmp_path: Path) -> None:
     assert count_lines([source]) == 4  # two docstring lines, x and y
 
 
-def test_step_path_merges_moves_within_one_pixel() -> None:
-    x, y = Scale(0.0, 10.0, 0.0, 100.0), Scale(0.0, 10.0, 100.0, 0.0)
-    assert step_path([(0.0, 0), (5.0, 10), (10.0, 0)], 10.0, x, y) == (
-        "M0.0,100.0H0.0V100.0H50.0V0.0H100.0V100.0H100.0V100.0Z"
-    )
-    # A thousand steps within one pixel (ten columns of a tenth) give ten, not a thousand.
-    crowded = [(0.0001 * i, i % 7) for i in range(1000)]
-    assert step_path(crowded, 1.0, x, y).count("H") <= 12
+def test_column_means_weigh_each_value_by_how_long_it_lasted() -> None:
+    # 0 until 5 s, then 10: one-second columns see 0 five times, then 10 five times.
+    assert column_means([(0.0, 0), (5.0, 10)], 10.0, 1.0) == [0.0] * 5 + [10.0] * 5
+    # 10 for a quarter of the first column, nothing after: 2.5, then 0.
+    assert column_means([(0.0, 0), (0.5, 10), (0.75, 0)], 2.0, 1.0) == [2.5, 0.0]
+    # A dip of ten microseconds in a column of half a second barely moves it...
+    dip = column_means([(0.0, 10), (0.3, 9), (0.30001, 10)], 1.0, 0.5)
+    assert dip[0] == pytest.approx(10 - 0.00001 / 0.5) and dip[1] == 10
+    # ...and a last column cut short by the end is averaged over what it has.
+    assert column_means([(0.0, 4)], 2.5, 1.0) == [4.0, 4.0, 4.0]
+    assert column_means([(0.0, 4)], 0.0, 1.0) == []
 
 
-def test_render_is_valid_svg_with_a_lane_each() -> None:
-    lanes = [Lane(f"crawler {i}", [(0.0, 0), (0.1, 3), (0.9, 0)], 1.0, "3 pages") for i in range(3)]
-    root = ET.fromstring(render(lanes, title="T & <t>", subtitle="s", limit=3))
-    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+def test_band_path_draws_a_flat_top_per_change_of_level() -> None:
+    x, y = Scale(0.0, 4.0, 0.0, 40.0), Scale(0.0, 10.0, 100.0, 0.0)
+    path = band_path([0.0, 10.0, 10.0, 5.0], 1.0, x, y)
+    assert path == "M0.0,100.0H0.0V100.0H10.0V0.0H30.0V50.0H40.0V100.0Z"
+    # A thousand columns of one level are one stroke, not a thousand.
+    assert band_path([3.0] * 1000, 0.001, x, y).count("V") == 2
+
+
+def lane(name: str, divided: bool = True) -> Lane:
+    """A lane of three fetches: queued, then connecting, then reading."""
+    steps = phase_steps(HAND_MADE, HAND_MADE_PHASES if divided else [])
+    return Lane(name, steps, 1.0, "3 pages", divided)
+
+
+def test_render_is_valid_svg_with_a_lane_each_and_a_caption() -> None:
+    lanes = [lane(f"crawler {i}") for i in range(3)]
+    text = render(lanes, title="T & <t>", subtitle="s", caption="Read: this.", limit=3)
+    root = ET.fromstring(text)
+    texts = [t.text or "" for t in root.iter(SVG + "text")]
     assert "T & <t>" in texts and texts.count("3 pages") == 3
+    assert any(
+        line.startswith("Read: this. Each column of pixels is the average") for line in texts
+    )
+    assert {"reading", "connecting", "queued, below the line", "--max-tasks 3"} <= set(texts)
+    assert "in flight, undivided" not in texts
+    assert len(list(root.iter(SVG + "path"))) == 3 * 3  # in flight, reading, queued
+    # A crawl that recorded no connect times is not divided: no reading band, a legend for it.
+    root = ET.fromstring(render([lane("old", divided=False)], title="T", subtitle="s"))
+    assert "in flight, undivided" in [t.text for t in root.iter(SVG + "text")]
+    assert len(list(root.iter(SVG + "path"))) == 2
     assert nice_step(1.3) == pytest.approx(0.2) and nice_step(8.0) == pytest.approx(1.0)
+
+
+# --- the phases of a fetch -------------------------------------------------------------------
+
+# Three fetches, ten at a time at most: "a" is the root, queued at 0 and begun at once;
+# "b" and "c" are found at 0.2, when "a" ends.  "b" begins at once, "c" waits until 0.5.
+HAND_MADE = [["a", 0.0, 0.2], ["b", 0.2, 0.6], ["c", 0.5, 0.9]]
+HAND_MADE_PHASES = [["a", 0.0, 0.05], ["b", 0.2, 0.3], ["c", 0.2, 0.55]]
+
+
+def test_phase_counts_at_chosen_instants() -> None:
+    steps = phase_steps(HAND_MADE, HAND_MADE_PHASES)
+
+    def at(when: float) -> tuple[int, int, int]:
+        step = counts_at(steps, when)
+        return step.queued, step.connecting, step.reading
+
+    assert at(0.0) == (0, 1, 0)  # a: queued and begun at the same instant, never queued
+    assert at(0.1) == (0, 0, 1)  # a: connected at 0.05
+    assert at(0.2) == (1, 1, 0)  # a ended; b begun, c found and waiting
+    assert at(0.4) == (1, 0, 1)  # b connected at 0.3; c still queued: not in flight
+    assert at(0.52) == (0, 1, 1)  # c begun at 0.5
+    assert at(0.58) == (0, 0, 2)
+    assert at(0.7) == (0, 0, 1)  # b ended
+    assert at(0.9) == (0, 0, 0)
+    assert peak_queued(steps) == 1
+    assert max(step.in_flight for step in steps) == peak_in_flight(HAND_MADE) == 2
+    assert has_connect_times(HAND_MADE_PHASES) and not has_connect_times([["a", 0.0, None]])
+
+
+def test_a_fetch_that_never_connected_is_connecting_throughout() -> None:
+    # No phases at all (a JSON from before they existed): begun at its start, never queued.
+    assert phase_steps([["a", 0.1, 0.3]]) == [
+        PhaseStep(0.0, 0, 0, 0),
+        PhaseStep(0.1, 0, 1, 0),
+        PhaseStep(0.3, 0, 0, 0),
+    ]
+    # Every try refused: queued, then connecting until its end.
+    steps = phase_steps([["a", 0.1, 0.3]], [["a", 0.0, None]])
+    assert [(s.queued, s.connecting, s.reading) for s in steps] == [(1, 0, 0), (0, 1, 0), (0, 0, 0)]
+
+
+# --- the benchmark's pictures ------------------------------------------------------------------
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def bars_of(root: ET.Element) -> dict[str, float]:
+    """The bars of a picture: crawler name -> the figure it stands for."""
+    return {
+        rect.attrib["data-crawler"]: float(rect.attrib["data-value"])
+        for rect in root.iter(SVG + "rect")
+        if "data-crawler" in rect.attrib
+    }
+
+
+def s3_doc(per_fetch: dict[str, float], seconds: dict[str, float]) -> dict[str, Any]:
+    """A results document with only what the pictures read: S3 at 50 and at 100."""
+
+    def part(size: int) -> dict[str, Any]:
+        results = {
+            name: {
+                "kib_per_fetch": [kib, kib],
+                "summary": {"median": kib, "min": kib - 0.1, "max": kib + 0.1},
+                "seconds": [seconds[name]],
+                "rss_kib": [30000],
+                "complete": [True],
+                "lost": [0],
+            }
+            for name, kib in per_fetch.items()
+        }
+        return {"fetches": size + 1, "results": results}
+
+    return {
+        "machine": {"cpu": "CPU", "cores": 2},
+        "S3": {"delay": 1.5, "50": part(50), "100": part(100)},
+    }
+
+
+def test_memory_and_race_pictures_have_a_bar_per_crawler_with_its_figure() -> None:
+    per_fetch = {"stage1_callbacks": 1.25, "threaded": 20.0, "stage3_asyncio": 10.0}
+    per_fetch["stage2_generators"] = 4.0
+    seconds = {"stage1_callbacks": 3.0, "stage2_generators": 4.5}
+    seconds |= {"stage3_asyncio": 6.0, "threaded": 9.0}
+    doc = s3_doc(per_fetch, seconds)
+    memory = ET.fromstring(memory_svg(doc, "results.json"))
+    assert bars_of(memory) == per_fetch
+    # Threads first, then the stages in order, whatever the order of the file.
+    assert list(bars_of(memory)) == ["threaded", *sorted(set(per_fetch) - {"threaded"})]
+    texts = [t.text or "" for t in memory.iter(SVG + "text")]
+    assert {"20.0 KiB", "1.2 KiB", "4.0 KiB", "10.0 KiB"} <= set(texts)
+    assert {"threads", "callbacks", "generator coroutines", "asyncio + aiohttp"} <= set(texts)
+    assert "16x the memory of a callback's, 5x" in " ".join(texts)
+    assert any("KiB" in line and "per fetch" in line for line in texts)  # the axis and its unit
+    race = ET.fromstring(race_svg(doc, "results.json"))
+    assert bars_of(race) == seconds
+    texts = [t.text or "" for t in race.iter(SVG + "text")]
+    assert {"3.0 s", "4.5 s", "6.0 s", "9.0 s"} <= set(texts)
+    assert "The race: 100 slow fetches at once" in texts  # the largest size measured
+    assert "callbacks finished first, in 3.0 s, threads last, in 9.0 s" in " ".join(texts)
+    with pytest.raises(ValueError, match="no S3"):
+        memory_svg({"S3": {"5000": {"skipped": "file-descriptor limit 1024"}}})
+
+
+def test_the_readmes_pictures_are_drawn_from_the_committed_results() -> None:
+    """`nox -s compare -- --readme` was run since results.json last changed."""
+    doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
+    kib = kib_per_fetch(doc)
+    memory = (README_OUT / "memory.svg").read_text(encoding="utf-8")
+    assert memory == memory_svg(doc)
+    assert bars_of(ET.fromstring(memory)) == kib
+    race = (README_OUT / "race.svg").read_text(encoding="utf-8")
+    assert race == race_svg(doc)
+
+
+def test_the_readme_shows_the_pictures_and_the_command_that_redraws_them() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Comparing the stages") :]
+    for picture in PICTURES:
+        assert f"](shared/bench/{picture})" in section, picture
+    assert "nox -s compare -- --readme" in section
+    assert '"phases"' in readme  # --timeline's JSON, described
+
+
+def test_the_table_shows_a_dash_without_benchmark_figures() -> None:
+    from shared.bench.compare import Row
+
+    row = Row("threaded", 3, "yes", 0.5, 6.0, 2, 10, None, 28.0, 100)
+    line = format_table([row]).splitlines()[2].split()
+    assert line[5:8] == ["2", "10", "-"]
 
 
 def test_load_client_counts_answers_both_ways() -> None:

@@ -287,6 +287,27 @@ def test_interrupted_result_keeps_urls_in_flight() -> None:
     assert result.by_url()["http://h/slow"].error
 
 
+def test_phases_keep_when_a_url_was_queued_and_its_last_try_connected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = iter([0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0])
+    crawler = BaseCrawler(["http://h/"], Options(max_tries=2, ignore_robots=True))
+    monkeypatch.setattr(crawler, "now", lambda: next(clock))
+    assert crawler.begin("http://h/")  # begun at 0.5, queued at 0: a root
+    crawler.connected("http://h/")  # 1.0
+    crawler.connected("http://elsewhere/")  # not in flight: ignored, takes no time
+    items = crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)  # 1.5, 2.0
+    assert items == [("http://h/a", 10)]
+    assert crawler.begin("http://h/a")  # 2.5
+    crawler.connected("http://h/a")  # 3.0: the first try connects, then fails
+    assert not crawler.failed_try("http://h/a", 1, ConnectionResetError())
+    assert crawler.failed_try("http://h/a", 2, ConnectionRefusedError())  # 3.5: never connected
+    result = crawler.result()
+    assert result.timeline == [("http://h/", 0.5, 2.0), ("http://h/a", 2.5, 3.5)]
+    assert result.phases == [("http://h/", 0.0, 1.0), ("http://h/a", 1.5, None)]
+    assert crawler.queued_at == {} and crawler.connected_at == {}  # nothing kept once recorded
+
+
 # --- robots.txt and TLS, the shared part ----------------------------------------------
 
 
@@ -480,6 +501,7 @@ def sample_result() -> CrawlResult:
         0.5,
         max_tasks=10,
         timeline=[("http://h/", 0.0, 0.1)],
+        phases=[("http://h/", 0.0, 0.02)],
     )
 
 
@@ -499,7 +521,10 @@ def test_json_document_has_the_documented_fields() -> None:
     out = io.StringIO()
     write_json(sample_result(), out, timeline=True)
     doc = json.loads(out.getvalue())
-    assert set(doc) == {"stage", "roots", "elapsed_s", "interrupted", "fetches", "timeline"}
+    keys = {"stage", "roots", "elapsed_s", "interrupted", "fetches", "timeline", "phases"}
+    assert set(doc) == keys
+    assert doc["timeline"] == [["http://h/", 0.0, 0.1]]  # the triple, as it always was
+    assert doc["phases"] == [["http://h/", 0.0, 0.02]]  # queued, connected: beside it
     assert set(doc["fetches"][0]) == {
         "url",
         "status",
