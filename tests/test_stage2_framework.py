@@ -577,3 +577,16 @@ def test_wait_for_passes_on_its_callers_cancellation_when_the_timer_fires_too(
         loop.run_until_complete(task)
     assert task.cancelled()
     assert cleaned == ["finally"]  # the request's clean-up ran before the caller ended
+
+
+def test_a_timer_cancelled_in_the_turn_it_fell_due_does_not_run(loop: EventLoop) -> None:
+    """Cancelled after it was due, before its callback's turn came: it never runs.
+
+    A response that beats its timeout in the very turn the timer falls due cancels the
+    timer then; run anyway, the timer would cancel a task that has moved on.
+    """
+    ran: list[str] = []
+    handle = loop.call_later(0, ran.append, "timer")
+    loop.call_soon(handle.cancel)  # ready before the timer is due, so it runs first
+    loop.run_once()
+    assert ran == []
