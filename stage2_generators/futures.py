@@ -59,8 +59,7 @@ class Future(Generic[T]):
         """Return the result; raise the stored exception, CancelledError or InvalidStateError."""
         # Which one: the exception given to set_exception(), CancelledError if the future was
         # cancelled, InvalidStateError if it is still pending.
-        exception = self.exception()
-        if exception is not None:
+        if (exception := self.exception()) is not None:
             raise exception
         return cast(T, self._result)
 

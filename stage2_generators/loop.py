@@ -13,7 +13,7 @@ import logging
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -139,11 +139,10 @@ class EventLoop:
     def run_until_complete(self, future: Future[T] | Coroutine[T]) -> T:
         """Run until `future` (a generator is wrapped in a Task) is done; return its result."""
         # The future's exception, if it failed, is raised here by result().
-        from .futures import Future  # imported here: futures.py and tasks.py import this module
-        from .tasks import Task
+        from .tasks import Task  # imported here: tasks.py imports this module
 
         set_event_loop(self)
-        if not isinstance(future, Future):
+        if isinstance(future, Generator):
             future = Task(future)
         # The chapter stops the loop with a done callback that raises StopError. Checking
         # done() after each turn has the same effect and is easier to follow.

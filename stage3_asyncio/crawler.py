@@ -86,8 +86,7 @@ class Crawler(BaseCrawler):
 
     async def robots(self, url: str) -> None:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""
-        robots_url = self.robots_txt(url)
-        if robots_url is not None:
+        if (robots_url := self.robots_txt(url)) is not None:
             if robots_url not in self.robots_tasks:
                 self.begin_robots(robots_url)
                 # One Task per origin, in the place of this worker: the pages wait for it.
