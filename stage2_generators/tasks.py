@@ -25,7 +25,7 @@ class Task(Future[T]):
         super().__init__()
         self._coro = coro
         # asyncio names a task it is given no name for Task-1, Task-2 ...; ours takes the name
-        # of its coroutine (work, fetch, request), which says more in a --trace line.
+        # of its coroutine (a test's `main`, say), which says more in a --trace line.
         self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
