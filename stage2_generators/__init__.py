@@ -5,7 +5,7 @@ and "Coordinating Coroutines".  Changed from stage 1: callbacks -> generators.
 """
 
 # The framework, named after the asyncio modules it imitates: loop.py (EventLoop),
-# futures.py (Future), tasks.py (Task, sleep, wait_for), sockets.py (sock_connect,
+# futures.py (Future), tasks.py (Task, sleep, timeout), sockets.py (sock_connect,
 # sock_handshake, sock_sendall, sock_recv) and queues.py (Queue). None of it imports asyncio.
 # crawler.py is the crawler itself, in the shape of stage 3's.
 

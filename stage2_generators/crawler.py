@@ -21,7 +21,7 @@ from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
-from stage2_generators.tasks import Task, sleep, wait_for
+from stage2_generators.tasks import Task, sleep, timeout
 
 
 class Crawler(BaseCrawler):
@@ -81,8 +81,7 @@ class Crawler(BaseCrawler):
 
     def robots(self, url: str) -> Coroutine[None]:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""
-        robots_url = self.robots_txt(url)
-        if robots_url is not None:
+        if (robots_url := self.robots_txt(url)) is not None:
             if robots_url not in self.robots_tasks:
                 self.begin_robots(robots_url)
                 # One Task per origin, in the place of this worker: the pages wait for it.
@@ -94,8 +93,8 @@ class Crawler(BaseCrawler):
         for tries in range(1, self.max_tries + 1):
             try:
                 yield from self.polite(url)  # suspends: until --delay lets the request go
-                # suspends: until the whole response is in, or the timeout cancels request()
-                response = yield from wait_for(self.request(url), self.options.timeout)
+                with timeout(self.options.timeout):  # time up: request() cancelled
+                    response = yield from self.request(url)  # suspends: until the response is in
                 break
             except NETWORK_ERRORS as exc:
                 if self.failed_try(url, tries, exc):  # the last try: url is recorded as failed
@@ -112,7 +111,7 @@ class Crawler(BaseCrawler):
         """GET a URL on a new connection and read the response, up to the size cap."""
         family, sockaddr = self.resolver.resolve(url)
         # The socket is a local variable: whatever happens at a yield from (an error, a
-        # cancel from wait_for), leaving this block closes it.  No state saved by hand.
+        # cancel when time is up), leaving this block closes it.  No state saved by hand.
         with socket.socket(family, socket.SOCK_STREAM) as plain:
             plain.setblocking(False)
             yield from sock_connect(plain, sockaddr)  # suspends: until connected

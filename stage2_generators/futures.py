@@ -19,7 +19,8 @@ _PENDING, _CANCELLED, _FINISHED = "PENDING", "CANCELLED", "FINISHED"
 
 # Like asyncio's since Python 3.8, CancelledError derives from BaseException, not Exception:
 # a broad `except Exception:` around a `yield from` (the crawler has one, to record bugs and
-# go on) must not swallow a cancellation or a wait_for() timeout by accident.
+# go on) must not swallow a cancellation by accident, a timeout()'s neither: that one becomes
+# a TimeoutError only as it leaves its `with` block.
 class CancelledError(BaseException):
     """Raised at a coroutine's paused `yield from` when its Task is cancelled."""
 
@@ -59,8 +60,7 @@ class Future(Generic[T]):
         """Return the result; raise the stored exception, CancelledError or InvalidStateError."""
         # Which one: the exception given to set_exception(), CancelledError if the future was
         # cancelled, InvalidStateError if it is still pending.
-        exception = self.exception()
-        if exception is not None:
+        if (exception := self.exception()) is not None:
             raise exception
         return cast(T, self._result)
 

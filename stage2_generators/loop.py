@@ -13,7 +13,7 @@ import logging
 import socket
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,17 +28,17 @@ T = TypeVar("T")
 Callback = Callable[..., object]
 
 
-@dataclass
-class TimerHandle:
-    """A callback scheduled for a later time; cancel() keeps it from running."""
+@dataclass(slots=True)
+class Handle:
+    """A callback for the loop to run, soon or once a timer is due; cancel() holds it back."""
 
-    when: float
     fn: Callback
     args: tuple[Any, ...]
+    when: float = 0.0  # a timer's: when it is due, in time.monotonic() seconds
     _cancelled: bool = False
 
     def cancel(self) -> None:
-        """Keep the callback from running; harmless if it already ran."""
+        """Keep the callback from running, even once it is due; harmless if it already ran."""
         self._cancelled = True
 
 
@@ -47,11 +47,11 @@ class EventLoop:
 
     def __init__(self, tracer: Tracer | None = None) -> None:
         self._selector: BaseSelector = DefaultSelector()
-        self._ready: deque[tuple[Callback, tuple[Any, ...]]] = deque()
+        self._ready: deque[Handle] = deque()
         # A heap of (when, sequence number, handle). The sequence number breaks ties between
         # equal times, so timers due together run in the order they were set, and two handles
         # are never compared.
-        self._timers: list[tuple[float, int, TimerHandle]] = []
+        self._timers: list[tuple[float, int, Handle]] = []
         self._sequence = itertools.count()
         self.tracer = tracer  # --trace: Task._step reports each resumption
         # We only ever run one loop at a time, so the newest loop becomes the current one.
@@ -59,12 +59,12 @@ class EventLoop:
 
     def call_soon(self, fn: Callback, *args: Any) -> None:
         """Run fn(*args) on the next turn of the loop."""
-        self._ready.append((fn, args))
+        self._ready.append(Handle(fn, args))
 
-    def call_later(self, delay: float, fn: Callback, *args: Any) -> TimerHandle:
+    def call_later(self, delay: float, fn: Callback, *args: Any) -> Handle:
         """Run fn(*args) after `delay` seconds; the returned handle can cancel it."""
         # time.monotonic(), not time.time(): a clock that never jumps when the wall clock is set.
-        handle = TimerHandle(time.monotonic() + delay, fn, args)
+        handle = Handle(fn, args, time.monotonic() + delay)
         heapq.heappush(self._timers, (handle.when, next(self._sequence), handle))
         return handle
 
@@ -116,32 +116,33 @@ class EventLoop:
         for key, events in self._selector.select(timeout):
             for callback, event in zip(key.data, (EVENT_READ, EVENT_WRITE), strict=True):
                 if callback and events & event:
-                    self._ready.append((callback, ()))
+                    self.call_soon(callback)
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
-            handle = heapq.heappop(self._timers)[2]
-            if not handle._cancelled:
-                self._ready.append((handle.fn, handle.args))
+            self._ready.append(heapq.heappop(self._timers)[2])  # due: it runs in this turn
         # Run only the callbacks that are ready now. Those they schedule wait for the next
         # turn, so a long chain of call_soon cannot keep the loop from polling its sockets.
         for _ in range(len(self._ready)):
-            fn, args = self._ready.popleft()
+            handle = self._ready.popleft()
             try:
-                fn(*args)
+                # Asked now, not when the timer fell due: a callback that ran before it in this
+                # turn may have cancelled it, as a response that beats its timeout just in time
+                # does. The timer would then cancel a task that has moved on (as asyncio does).
+                if not handle._cancelled:
+                    handle.fn(*handle.args)
             except Exception as exc:
                 # A bug in one callback must not stop every other coroutine. (A Task catches
                 # its coroutine's exceptions itself and stores them, so they never get here.)
                 # asyncio passes it to a handler you can replace (set_exception_handler); we log.
-                LOGGER.error("Exception in callback %r", fn, exc_info=exc)
+                LOGGER.error("Exception in callback %r", handle.fn, exc_info=exc)
 
     def run_until_complete(self, future: Future[T] | Coroutine[T]) -> T:
         """Run until `future` (a generator is wrapped in a Task) is done; return its result."""
         # The future's exception, if it failed, is raised here by result().
-        from .futures import Future  # imported here: futures.py and tasks.py import this module
-        from .tasks import Task
+        from .tasks import Task  # imported here: tasks.py imports this module
 
         set_event_loop(self)
-        if not isinstance(future, Future):
+        if isinstance(future, Generator):
             future = Task(future)
         # The chapter stops the loop with a done callback that raises StopError. Checking
         # done() after each turn has the same effect and is easier to follow.

@@ -65,8 +65,7 @@ def sock_connect(sock: socket.socket, address: tuple[str, int]) -> Coroutine[Non
 
     def check_connected() -> None:
         # Writable means the handshake ended, not that it succeeded: SO_ERROR tells which.
-        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if err:
+        if err := sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
             raise OSError(err, os.strerror(err))  # OSError picks the subclass for errno
 
     yield from _when_ready(sock, True, check_connected)  # suspends: waits for the TCP handshake

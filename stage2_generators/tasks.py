@@ -1,13 +1,12 @@
 """Stage 2 tasks ("Building Coroutines With Generators"): no more state saved by hand."""
 
-# A Task drives a generator coroutine from one `yield from` to the next; sleep() and wait_for()
-# are the two coroutines asyncio keeps in the same module. In stage 1 a fetch kept its state on
-# a Fetcher object between callbacks ("state saved by hand"). Here the state lives in the
-# generator's own frame, and a Task resumes that frame.
+# A Task drives a generator coroutine from one `yield from` to the next; sleep() and timeout()
+# are the timers asyncio keeps beside its Task. In stage 1 a fetch kept its state on a Fetcher
+# object between callbacks ("state saved by hand"). Here the state lives in the generator's
+# own frame, and a Task resumes that frame.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, TypeVar
 
 from .futures import CancelledError, Coroutine, Future, wake_all
@@ -26,12 +25,15 @@ class Task(Future[T]):
         super().__init__()
         self._coro = coro
         # asyncio names a task it is given no name for Task-1, Task-2 ...; ours takes the name
-        # of its coroutine (work, fetch, request), which says more in a --trace line.
+        # of its coroutine (a test's `main`, say), which says more in a --trace line.
         self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
         self._waiting_on: Future[Any] | None = None
         self._must_cancel = False
+        # How many cancel() calls are not taken back (asyncio's cancelling()): a timeout takes
+        # back its timer's, so one left over means the task is being cancelled from outside.
+        self._cancel_requests = 0
         # The first step is scheduled, not run here: creating a task never runs its code
         # in the middle of the caller's code.
         get_event_loop().call_soon(self._step)
@@ -46,6 +48,7 @@ class Task(Future[T]):
         # and wake the task by cancelling the future it waits for; its next step throws the
         # error. So the coroutine's cleanup runs from the loop like any other step, not nested
         # inside whoever called cancel(), and no stale wake-up arrives after it.
+        self._cancel_requests += 1  # each call counts, even one before the last has landed
         self._must_cancel = True
         if self._waiting_on is not None:
             self._waiting_on.cancel()
@@ -66,6 +69,7 @@ class Task(Future[T]):
         # throw() is the cure for stack ripping: the exception appears inside the coroutine at
         # the very `yield from` that waited. A try/except there catches it, and if nothing
         # does, its traceback lists every coroutine frame, not just the loop's.
+        _running.append(self)  # meanwhile this is the running task, for timeout()
         try:
             yielded = self._coro.send(value) if exc is None else self._coro.throw(exc)
         except StopIteration as stop:
@@ -90,6 +94,8 @@ class Task(Future[T]):
                 # next step, puts the offending line in the traceback.
                 bad_yield = RuntimeError(f"a task may only yield Futures, not {yielded!r}")
                 get_event_loop().call_soon(self._step, bad_yield)
+        finally:
+            _running.pop()
 
     def _wakeup(self, awaited: Future[Any]) -> None:
         # Done callback of the awaited future: resume the coroutine with its outcome. The
@@ -109,26 +115,44 @@ def sleep(delay: float) -> Coroutine[None]:
         handle.cancel()  # on cancel, do not leave the timer behind
 
 
-def wait_for(coro: Coroutine[T], timeout: float) -> Coroutine[T]:
-    """Run `coro` as a Task and return its result; after `timeout` s cancel it: TimeoutError."""
-    # The cancelled coroutine stops at its pause and runs its finally blocks, so a stuck read
-    # unregisters its socket before TimeoutError reaches the caller. We wait on a Future of
-    # our own, which the task resolves when it ends, rather than on the task: a cancellation
-    # of our caller then lands here, never in the task, and cannot pass for the timer's.
-    # (asyncio's wait_for confused the two until Python 3.12: a timeout swallowed a cancel.)
-    task = Task(coro)  # named after its coroutine, as every task given no name
-    ended: Future[None] = Future()
-    task.add_done_callback(lambda _: wake_all([ended]))
-    handle = get_event_loop().call_later(timeout, task.cancel)
-    try:
-        yield from ended  # suspends: until the task ends, by itself or cancelled by the timer
-    except CancelledError:
-        task.cancel()  # we were cancelled ourselves: so is the task, and it cleans up first
-        with contextlib.suppress(Exception, CancelledError):
-            yield from task  # suspends: until its finally blocks have run
-        raise
-    finally:
-        handle.cancel()
-    if task.cancelled():  # only the timer cancels it
-        raise TimeoutError(f"timed out after {timeout} s")
-    return task.result()
+# asyncio keeps the task whose step is running, per thread (asyncio.current_task()). We have
+# one thread, so a module global will do, as for the loop: Task._step pushes its task before
+# send() or throw() and pops it after, so that code anywhere down the `yield from` chain can
+# find the task that runs it. Steps never nest: the list holds one task or none.
+_running: list[Task[Any]] = []
+
+
+class timeout:  # lower case, as contextlib.suppress: a class used like a function
+    """Cancel the running task if the with block takes over `delay` s, and raise TimeoutError."""
+
+    # asyncio.timeout() of Python 3.11, for `with` and generators. No second Task runs the
+    # work: the block runs in the task that entered it, the timer cancels that task, and the
+    # CancelledError lands at the block's paused `yield from`, whose `with` and `finally`
+    # blocks (a socket unregistered and closed) run before TimeoutError leaves the block.
+    # A class, not a @contextmanager generator: one small object per fetch in flight.
+    __slots__ = ("cancels", "delay", "fired", "task", "timer")
+
+    def __init__(self, delay: float) -> None:
+        self.delay, self.fired = delay, False
+
+    def __enter__(self) -> None:
+        self.task = _running[-1]  # IndexError: timeout() works only in a coroutine a Task runs
+        self.cancels = self.task._cancel_requests
+        self.timer = get_event_loop().call_later(self.delay, self._expire)
+
+    def _expire(self) -> None:
+        self.fired = self.task.cancel()  # the block is paused: its task is not done
+
+    def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
+        self.timer.cancel()  # a block that ends in time leaves no timer behind
+        if self.fired and isinstance(exc, CancelledError):
+            # All the cancel() calls that come before the task's next step make one
+            # CancelledError, and a cancel from outside (Ctrl-C, the crawl's end) can come
+            # with the timer's, even in the same turn. Take back the timer's request: if
+            # none is left, the timer alone asked, and it is a timeout; if one is, the cancel
+            # stays a cancel (returning None lets it go on). Turned into a TimeoutError it
+            # would be lost, as the crawler retries a try that timed out. (asyncio's
+            # wait_for lost it that way until Python 3.12.)
+            self.task._cancel_requests -= 1
+            if self.task._cancel_requests == self.cancels:
+                raise TimeoutError(f"timed out after {self.delay} s") from exc

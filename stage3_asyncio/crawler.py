@@ -34,12 +34,14 @@ class Crawler(BaseCrawler):
         self.q: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
         for item in self.start_items():
             self.q.put_nowait(item)
-        timeout = aiohttp.ClientTimeout(total=self.options.timeout)
         # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
         connector = aiohttp.TCPConnector(limit=self.max_tasks, ssl=self.ssl_context)
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
         headers = {"User-Agent": USER_AGENT}
+        # No timeout of aiohttp's own (its default gives up connecting after 30 s): --timeout
+        # bounds each try in fetch, from connect to last byte, as in stages 1 and 2.
+        timeout = aiohttp.ClientTimeout()
         async with aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=headers, trace_configs=self.phase_traces()
         ) as self.session:
@@ -86,8 +88,7 @@ class Crawler(BaseCrawler):
 
     async def robots(self, url: str) -> None:
         """Wait until the robots.txt of url's origin is known; the first page fetches it."""
-        robots_url = self.robots_txt(url)
-        if robots_url is not None:
+        if (robots_url := self.robots_txt(url)) is not None:
             if robots_url not in self.robots_tasks:
                 self.begin_robots(robots_url)
                 # One Task per origin, in the place of this worker: the pages wait for it.
@@ -101,7 +102,8 @@ class Crawler(BaseCrawler):
         for tries in range(1, self.max_tries + 1):
             try:
                 await self.polite(url)  # suspends: until --delay lets the request go
-                response = await self.request(url)  # suspends: until the whole response is in
+                async with asyncio.timeout(self.options.timeout):  # time up: request() cancelled
+                    response = await self.request(url)  # suspends: until the response is in
                 break
             except NETWORK_ERRORS as exc:
                 if self.failed_try(url, tries, exc):  # the last try: url is recorded as failed

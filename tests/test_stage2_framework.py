@@ -7,6 +7,7 @@ run_until_complete() and closes the loop.
 from __future__ import annotations
 
 import ast
+import heapq
 import logging
 import selectors
 import socket
@@ -15,7 +16,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -23,12 +24,13 @@ from shared.httpwire import address, request_bytes
 from shared.testsite import ServerTLS
 from shared.tls import ssl_context, tls_socket
 from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
-from stage2_generators.loop import EventLoop, get_event_loop
+from stage2_generators.loop import EventLoop, Handle, get_event_loop
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
-from stage2_generators.tasks import Task, sleep, wait_for
+from stage2_generators.tasks import Task, sleep, timeout
 
 STAGE2_DIR = Path(__file__).resolve().parent.parent / "stage2_generators"
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -37,6 +39,12 @@ def loop() -> Iterator[EventLoop]:
     event_loop = EventLoop()
     yield event_loop
     event_loop.close()
+
+
+def within(seconds: float, coro: Coroutine[T]) -> Coroutine[T]:
+    """Run `coro` in the calling task, under a timeout of `seconds`."""
+    with timeout(seconds):
+        return (yield from coro)
 
 
 def frame_names(exc: BaseException) -> list[str]:
@@ -433,24 +441,24 @@ def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> Non
 # --- Sockets -----------------------------------------------------------------------------------
 
 
-def test_wait_for_timeout_cancels_a_stuck_recv(loop: EventLoop) -> None:
+def test_timeout_cancels_a_stuck_recv(loop: EventLoop) -> None:
     """A timeout cancels the read at its pause, and its finally block unregisters the socket."""
     a, b = socket.socketpair()
     a.setblocking(False)
     with a, b:
         with pytest.raises(TimeoutError):
-            loop.run_until_complete(wait_for(sock_recv(a, 100), timeout=0.05))
+            loop.run_until_complete(within(0.05, sock_recv(a, 100)))
         # The cancelled read left through its finally block and unregistered the socket.
         assert len(loop._selector.get_map()) == 0
 
 
-def test_wait_for_returns_the_result_in_time(loop: EventLoop) -> None:
-    """wait_for() passes the result through when the coroutine beats the timeout."""
+def test_timeout_lets_the_result_through_in_time(loop: EventLoop) -> None:
+    """A block that beats its timeout ends as it would without one."""
     a, b = socket.socketpair()
     a.setblocking(False)
     with a, b:
         b.sendall(b"hello")
-        assert loop.run_until_complete(wait_for(sock_recv(a, 100), timeout=5)) == b"hello"
+        assert loop.run_until_complete(within(5, sock_recv(a, 100))) == b"hello"
         assert len(loop._selector.get_map()) == 0
 
 
@@ -519,7 +527,7 @@ def test_sock_handshake_then_the_wrapped_socket_carries_http(
     loop: EventLoop, lingering_tls_server: str, test_ca: ServerTLS
 ) -> None:
     context = ssl_context(cafile=test_ca.cafile)
-    response = loop.run_until_complete(wait_for(https_get(lingering_tls_server, context), 5))
+    response = loop.run_until_complete(within(5, https_get(lingering_tls_server, context)))
     assert response.startswith(b"HTTP/1.1 200 OK\r\n") and len(response) > 5000
     assert len(loop._selector.get_map()) == 0
 
@@ -529,7 +537,7 @@ def test_sock_handshake_raises_when_the_certificate_does_not_verify(
 ) -> None:
     """The system's CAs alone do not know the test CA: the handshake fails, loudly."""
     with pytest.raises(ssl.SSLCertVerificationError, match="certificate verify failed"):
-        loop.run_until_complete(wait_for(https_get(lingering_tls_server, ssl_context()), 5))
+        loop.run_until_complete(within(5, https_get(lingering_tls_server, ssl_context())))
     assert len(loop._selector.get_map()) == 0
 
 
@@ -552,28 +560,108 @@ def test_no_module_in_stage2_imports_asyncio() -> None:
                 assert module.split(".")[0] != "asyncio", f"{path.name} imports {module}"
 
 
-def test_wait_for_passes_on_its_callers_cancellation_when_the_timer_fires_too(
+def stuck(cleaned: list[str]) -> Coroutine[None]:
+    """Wait for ten seconds, noting that its finally block ran."""
+    try:
+        yield from sleep(10)
+    finally:
+        cleaned.append("finally")
+
+
+def test_timeout_passes_on_a_cancel_that_comes_in_the_turn_its_timer_fires(
     loop: EventLoop,
 ) -> None:
-    """The caller cancelled in the very turn its timeout fires: still a cancellation.
+    """The task cancelled in the very turn its timeout fires: still a cancellation.
 
     Turned into TimeoutError, the cancellation would be lost: the crawler retries a
     timed-out request, so a worker cancelled by Ctrl-C would go on crawling.
     """
     cleaned: list[str] = []
-
-    def stuck() -> Coroutine[None]:
-        try:
-            yield from sleep(10)
-        finally:
-            cleaned.append("finally")
-
-    def caller() -> Coroutine[None]:
-        yield from wait_for(stuck(), 0.05)
-
-    task = Task(caller())
+    task = Task(within(0.05, stuck(cleaned)))
     loop.call_later(0.05, task.cancel)  # set first, so due first, in the same turn as the timer
     with pytest.raises(CancelledError):
         loop.run_until_complete(task)
     assert task.cancelled()
-    assert cleaned == ["finally"]  # the request's clean-up ran before the caller ended
+    assert cleaned == ["finally"]  # the request's clean-up ran before the task ended
+
+
+def test_timeout_passes_on_a_cancel_that_comes_after_its_timer_in_the_same_turn(
+    loop: EventLoop,
+) -> None:
+    """The other order: the timer's cancel first, one from outside next, before the step.
+
+    Both requests make one CancelledError; the timeout takes back its own and finds the
+    other one left, so the error stays a CancelledError.
+    """
+    cleaned: list[str] = []
+
+    def caller() -> Coroutine[None]:
+        with timeout(0.05):
+            # The timeout's timer is the one live timer now: put a cancel right behind it,
+            # due at the same moment, so that the two run in one turn, the timer first.
+            ((when, _, _),) = [t for t in loop._timers if not t[2]._cancelled]
+            outside = Handle(task.cancel, (), when)
+            heapq.heappush(loop._timers, (when, next(loop._sequence), outside))
+            yield from stuck(cleaned)
+
+    task = Task(caller())
+    with pytest.raises(CancelledError):
+        loop.run_until_complete(task)
+    assert task.cancelled()
+    assert cleaned == ["finally"]
+
+
+def test_timeouts_one_after_another_in_one_task_each_time_out(loop: EventLoop) -> None:
+    """A worker's tries time out one after another: each is a TimeoutError, not a cancel."""
+
+    def tries() -> Coroutine[list[str]]:
+        outcomes = []
+        for _ in range(3):
+            try:
+                with timeout(0.01):
+                    yield from sleep(10)
+            except TimeoutError:
+                outcomes.append("TimeoutError")
+        with timeout(1):
+            yield from sleep(0)
+        return outcomes
+
+    assert loop.run_until_complete(tries()) == ["TimeoutError"] * 3
+
+
+def test_a_timeout_that_fired_inside_another_leaves_the_outer_one_a_timeout(
+    loop: EventLoop,
+) -> None:
+    """The inner timeout takes back its request: the outer one, firing later, still times out."""
+
+    def nested() -> Coroutine[str]:
+        with timeout(0.1):
+            try:
+                with timeout(0.01):
+                    yield from sleep(10)
+            except TimeoutError:
+                pass
+            yield from sleep(10)
+        return "not reached"
+
+    with pytest.raises(TimeoutError):
+        loop.run_until_complete(nested())
+
+
+def test_timeout_outside_a_task_is_an_error(loop: EventLoop) -> None:
+    """timeout() needs the task to cancel: plain code has none."""
+    with pytest.raises(IndexError), timeout(1):
+        pass
+
+
+def test_a_timer_cancelled_in_the_turn_it_fell_due_does_not_run(loop: EventLoop) -> None:
+    """Cancelled after it was due, before its callback's turn came: it never runs.
+
+    A response that beats its timeout in the very turn the timer falls due cancels the
+    timer then; run anyway, the timer would cancel a task that has moved on.
+    """
+    ran: list[str] = []
+    handle = loop.call_later(0, ran.append, "timer")
+    loop.call_soon(handle.cancel)  # ready before the timer is due, so it runs first
+    loop.run_once()
+    assert ran == []

@@ -80,7 +80,7 @@ class Step:
 class Actor:
     """Who a step runs for: a Fetcher in stage 1, a task in stages 2 and 3."""
 
-    name: str  # "worker-0", "request", "Fetcher"
+    name: str  # "worker-0", "robots.txt", "Fetcher"
     detail: str  # the URL's path, for actors that exist for one URL
     obj: object = field(repr=False)  # kept alive, so that its id() is never reused
 
@@ -163,7 +163,7 @@ class Recorder(Tracer):
 
     def resume(self, who: str, coro: Any, value: Any) -> None:
         """Stage 2: a task is about to resume its coroutine."""
-        # The Task itself is not passed, only its name, which is not unique ("request"):
+        # The Task itself is not passed, only its name, which is not unique ("robots.txt"):
         # the caller is Task._step, whose ``self`` it is.
         task = sys._getframe(1).f_locals.get("self")
         self._context = ("resume", who, task, coro, value)
@@ -184,7 +184,7 @@ class Recorder(Tracer):
             seen = self.seen_waiting.pop(actor, None)
             first = actor not in self.stepped
             self.stepped.add(actor)
-            if first and url:  # a task that exists for one URL ("request") is named by it
+            if first and url:  # a task that exists for one URL ("robots.txt") is named by it
                 self.actors[actor].detail = short_url(url)
             waited = None if first else waited or seen
             self.steps.append(Step(t, actor, what, url, frames, state, first, detail, waited))
@@ -366,8 +366,6 @@ class Stage2Look(Look):
         if name == "_when_ready":
             kind = WRITABLE if local["writable"] else READABLE
             return kind, f"fd {local['sock'].fileno()} {KINDS[kind]}"
-        if name == "wait_for":
-            return TASK, f"task {self.name(local['task'])} to end"
         if name in ("get", "join"):
             return QUEUE, f"the queue: {name}"
         if name == "sleep":
@@ -375,7 +373,7 @@ class Stage2Look(Look):
         return OTHER, f"a Future in {name}"
 
     def name(self, task: Any) -> str:
-        """A task's name, with its URL's path when it has one ("request /p/1")."""
+        """A task's name, with its URL's path when it has one ("robots.txt /robots.txt")."""
         index = self.rec.known(task)
         detail = (
             self.rec.actors[index].detail

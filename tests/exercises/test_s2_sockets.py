@@ -19,7 +19,7 @@ from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.sockets import _when_ready, sock_connect, sock_recv, sock_sendall
-from stage2_generators.tasks import Task, sleep, wait_for
+from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
 
@@ -140,8 +140,13 @@ def test_a_cancelled_wait_unregisters_its_socket(
 ) -> None:
     """Cancellation is a way out too: the socket is unregistered before the error goes on."""
     ours, _ = pair
+
+    def bounded() -> Coroutine[bytes]:
+        with timeout(0.02):
+            return (yield from sock_recv(ours, 100))
+
     with pytest.raises(TimeoutError):
-        run(loop, wait_for(sock_recv(ours, 100), timeout=0.02))
+        run(loop, bounded())
     assert loop.remove_reader(ours) is False, "the cancelled wait left its socket registered"
 
 

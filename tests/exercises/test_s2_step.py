@@ -20,6 +20,7 @@ from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from shared.interrupt import PipeClosed
 from shared.trace import Tracer
+from stage2_generators import tasks
 from stage2_generators.futures import CancelledError, Coroutine, Future
 from stage2_generators.loop import EventLoop, get_event_loop
 from stage2_generators.tasks import Task, sleep
@@ -76,6 +77,24 @@ def test_a_step_runs_the_coroutine_up_to_its_next_pause(loop: EventLoop) -> None
     loop.run_once()
     assert events == ["started"]
     assert not task.done()
+
+
+@pytest.mark.task(taskno=1)
+def test_the_task_is_the_running_one_while_its_coroutine_runs(loop: EventLoop) -> None:
+    """Around send(), the task is in tasks._running, and only then: timeout() looks there."""
+    seen: list[list[Task[Any]]] = []
+
+    def looks() -> Coroutine[None]:
+        seen.append(list(tasks._running))
+        yield from resolve_soon(None)
+        seen.append(list(tasks._running))
+        raise ValueError("the running task is popped on this way out too")
+
+    task = Task(looks())
+    with pytest.raises(ValueError):
+        run(loop, task)
+    assert seen == [[task], [task]], "a step must put its task in _running while it runs"
+    assert tasks._running == [], "a step must take its task out again, however it ends"
 
 
 @pytest.mark.task(taskno=1)
@@ -176,6 +195,23 @@ def test_an_error_is_thrown_in_at_the_paused_yield_from(loop: EventLoop) -> None
         return "not caught"
 
     assert run(loop, careful()) == "caught: reset by peer"
+
+
+@pytest.mark.task(taskno=3)
+def test_the_task_is_the_running_one_when_an_error_is_thrown_in(loop: EventLoop) -> None:
+    """throw() runs the coroutine as send() does: with its task in tasks._running."""
+    seen: list[list[Task[Any]]] = []
+
+    def catches() -> Coroutine[str]:
+        try:
+            yield from fail_soon(ValueError("thrown in"))
+        except ValueError:
+            seen.append(list(tasks._running))
+        return "caught"
+
+    task = Task(catches())
+    assert run(loop, task) == "caught"
+    assert seen == [[task]] and tasks._running == []
 
 
 def fail_from_loop() -> Coroutine[None]:

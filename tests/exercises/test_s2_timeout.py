@@ -1,12 +1,13 @@
 """Exercise s2-timeout: timeouts by cancellation.
 
-Task 1 is `Task.cancel`, task 2 `wait_for` (see shared/exercises/s2-timeout/README.md).
+Task 1 is `Task.cancel`, task 2 `timeout` (see shared/exercises/s2-timeout/README.md).
 Each test makes a fresh stage 2 EventLoop and drives it for a few seconds at most.
 """
 
 from __future__ import annotations
 
 import gc
+import heapq
 import logging
 import socket
 import time
@@ -16,9 +17,9 @@ from typing import TypeVar
 import pytest
 
 from stage2_generators.futures import CancelledError, Coroutine, Future
-from stage2_generators.loop import EventLoop, get_event_loop
+from stage2_generators.loop import EventLoop, Handle, get_event_loop
 from stage2_generators.sockets import sock_recv
-from stage2_generators.tasks import Task, sleep, wait_for
+from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
 LIMIT_S = 5.0  # far above what any test here needs
@@ -196,6 +197,22 @@ def test_cancelling_a_task_cancels_the_task_it_waits_for(loop: EventLoop) -> Non
 
 
 @pytest.mark.task(taskno=1)
+def test_cancel_counts_every_request(loop: EventLoop) -> None:
+    """Two requests before the step: both count, and one CancelledError comes of them."""
+    events: list[str] = []
+    task = Task(guarded(events))
+    loop.run_once()  # the coroutine now sleeps
+    assert task.cancel() is True
+    assert task.cancel() is True, "the first request has not landed: the task is not done"
+    assert task._cancel_requests == 2, "each cancel() of a task not done counts"
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert events == ["sleeping", "finally"]
+    assert task.cancel() is False
+    assert task._cancel_requests == 2, "a task that is done counts no more requests"
+
+
+@pytest.mark.task(taskno=1)
 def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
     """cancel() from inside the running coroutine lands at its next `yield from`."""
     events: list[str] = []
@@ -219,13 +236,19 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
     assert events == ["asked", "cancelled"]
 
 
-# --- Task 2: wait_for ---------------------------------------------------------------------------
+# --- Task 2: timeout ----------------------------------------------------------------------------
+
+
+def bounded(delay: float, coro: Coroutine[T]) -> Coroutine[T]:
+    """Run `coro` in the calling task, inside `with timeout(delay)`."""
+    with timeout(delay):
+        return (yield from coro)
 
 
 @pytest.mark.task(taskno=2)
 def test_a_result_in_time_passes_through_and_leaves_no_timer(loop: EventLoop) -> None:
     """Done before the timeout: its value comes back, and the timeout's timer is cancelled."""
-    assert run(loop, wait_for(guarded([], delay=0.01), timeout=2)) == "slept"
+    assert run(loop, bounded(2, guarded([], delay=0.01))) == "slept"
     assert live_timers(loop) == 0, "the timeout's timer is still set"
 
 
@@ -238,18 +261,18 @@ def test_an_error_in_time_passes_through(loop: EventLoop) -> None:
         raise ConnectionResetError("reset by peer")
 
     with pytest.raises(ConnectionResetError, match="reset by peer"):
-        run(loop, wait_for(failing(), timeout=2))
+        run(loop, bounded(2, failing()))
     assert live_timers(loop) == 0, "the timeout's timer is still set"
 
 
 @pytest.mark.task(taskno=2)
-def test_a_timeout_cancels_the_coroutine_then_raises_timeout_error(loop: EventLoop) -> None:
-    """The coroutine is cancelled at its pause; its finally runs before the caller hears."""
+def test_a_timeout_cancels_the_block_then_raises_timeout_error(loop: EventLoop) -> None:
+    """The block is cancelled at its pause; its finally runs before TimeoutError comes out."""
     events: list[str] = []
 
     def caller() -> Coroutine[None]:
         try:
-            yield from wait_for(guarded(events), timeout=0.05)
+            yield from bounded(0.05, guarded(events))
         except TimeoutError:
             events.append("TimeoutError")
 
@@ -267,15 +290,32 @@ def test_a_timed_out_read_unregisters_its_socket(loop: EventLoop) -> None:
     ours.setblocking(False)
     with ours, theirs:
         with pytest.raises(TimeoutError):
-            run(loop, wait_for(sock_recv(ours, 100), timeout=0.05))
+            run(loop, bounded(0.05, sock_recv(ours, 100)))
         assert loop.remove_reader(ours) is False, "the timed-out read left its socket watched"
 
 
 @pytest.mark.task(taskno=2)
-def test_the_callers_own_cancellation_is_not_a_timeout(loop: EventLoop) -> None:
-    """Cancelled from outside: CancelledError passes through, and the coroutine is cancelled."""
+def test_tries_that_time_out_one_after_another_each_time_out(loop: EventLoop) -> None:
+    """A worker's tries in one task: each timeout takes its request back, so the next can fire."""
+
+    def tries() -> Coroutine[list[str]]:
+        outcomes = []
+        for _ in range(3):
+            try:
+                yield from bounded(0.01, guarded([]))
+            except TimeoutError:
+                outcomes.append("TimeoutError")
+        outcomes.append((yield from bounded(2, guarded([], delay=0))))
+        return outcomes
+
+    assert run(loop, tries()) == ["TimeoutError"] * 3 + ["slept"]
+
+
+@pytest.mark.task(taskno=2)
+def test_the_tasks_own_cancellation_is_not_a_timeout(loop: EventLoop) -> None:
+    """Cancelled from outside: CancelledError passes through, and the block is cancelled."""
     events: list[str] = []
-    caller = Task(wait_for(guarded(events), timeout=3))
+    caller = Task(bounded(3, guarded(events)))
 
     def main() -> Coroutine[None]:
         yield from sleep(0.02)
@@ -291,28 +331,71 @@ def test_the_callers_own_cancellation_is_not_a_timeout(loop: EventLoop) -> None:
     assert live_timers(loop) == 0, "the timeout's timer is still set"
 
 
+def outcome_of(events: list[str], outcome: list[str]) -> Coroutine[None]:
+    """A request under a timeout of 0.05 s that notes how it ended."""
+    try:
+        yield from bounded(0.05, guarded(events))
+    except TimeoutError:
+        outcome.append("TimeoutError")  # the wrong answer here: the cancel is lost
+    except CancelledError:
+        outcome.append("CancelledError")
+        raise
+
+
 @pytest.mark.task(taskno=2)
-def test_a_cancel_in_the_same_turn_as_the_timeout_is_still_a_cancel(loop: EventLoop) -> None:
-    """The caller is cancelled in the very turn its timer fires: CancelledError, not timeout.
+def test_a_cancel_in_the_turn_of_the_timeout_before_it_is_still_a_cancel(
+    loop: EventLoop,
+) -> None:
+    """The task is cancelled in the very turn its timer fires, just before: CancelledError.
 
     A cancel turned into TimeoutError would be lost: the crawler retries a request that
     timed out, so a worker stopped by Ctrl-C would go on crawling.
     """
     events: list[str] = []
     outcome: list[str] = []
-
-    def caller() -> Coroutine[None]:
-        try:
-            yield from wait_for(guarded(events), timeout=0.05)
-        except TimeoutError:
-            outcome.append("TimeoutError")  # the wrong answer: the cancel is lost
-        except CancelledError:
-            outcome.append("CancelledError")
-            raise
-
-    task = Task(caller())
-    loop.call_later(0.05, task.cancel)  # set before wait_for's timer: both fire in one turn
+    task = Task(outcome_of(events, outcome))
+    loop.call_later(0.05, task.cancel)  # set before the timeout's timer: both run in one turn
     with pytest.raises(CancelledError):
         run(loop, task)
     assert outcome == ["CancelledError"]
     assert events == ["sleeping", "finally"], "the cancelled request did not clean up first"
+
+
+@pytest.mark.task(taskno=2)
+def test_a_cancel_in_the_turn_of_the_timeout_after_it_is_still_a_cancel(
+    loop: EventLoop,
+) -> None:
+    """The other order: the timer cancels first, then someone else, before the task's step."""
+    events: list[str] = []
+    outcome: list[str] = []
+    task = Task(outcome_of(events, outcome))
+    loop.run_once()  # the first step: the block has begun, the timeout's timer is set
+
+    # Put a cancel right behind the timeout's timer (due first: the sleep's is 10 s away),
+    # due at the same moment: the loop runs the two in one turn, in the order they were set.
+    when = min(when for when, _, handle in loop._timers if not handle._cancelled)
+    heapq.heappush(loop._timers, (when, next(loop._sequence), Handle(task.cancel, (), when)))
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert outcome == ["CancelledError"]
+    assert events == ["sleeping", "finally"]
+
+
+@pytest.mark.task(taskno=2)
+def test_a_timer_that_fell_due_as_the_block_ended_cancels_nothing(loop: EventLoop) -> None:
+    """The block ends in the turn its timer falls due, before the timer's turn: no cancel.
+
+    The block's last wait ends in the same turn the timer falls due, and the task's step
+    comes first: leaving the block cancels the timer, and the task goes on undisturbed.
+    """
+    fut: Future[None] = Future()
+
+    def goes_on() -> Coroutine[str]:
+        with timeout(0):  # due at once, but the loop sees it only on its next turn
+            yield from fut
+        yield from sleep(0.01)  # a cancel from the timer would land here
+        return "went on"
+
+    task = Task(goes_on())
+    loop.call_soon(fut.set_result, None)  # right after the task's first step, in its turn
+    assert run(loop, task) == "went on"

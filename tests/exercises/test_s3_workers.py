@@ -138,8 +138,9 @@ class StandIn(Crawler):
         self.finished: list[str] = []
         self.shared: list[tuple[str, ...]] = []  # the types of SHARED, as each worker saw them
         self.names: list[str] = []  # the names of the workers' tasks
-        # Per worker: the session was open; its User-Agent, timeout and connection limit.
-        self.sessions: list[tuple[bool, str | None, float | None, int | None]] = []
+        # Per worker: the session was open; its User-Agent, whether it has no timeout of its
+        # own (fetch bounds each try), and its connection limit.
+        self.sessions: list[tuple[bool, str | None, bool, int | None]] = []
 
     async def work(self) -> None:
         """Take items from self.q and "fetch" them, until cancelled."""
@@ -152,7 +153,7 @@ class StandIn(Crawler):
                 (
                     not session.closed,
                     session.headers.get("User-Agent"),
-                    session.timeout.total,
+                    session.timeout == aiohttp.ClientTimeout(),
                     connector.limit if isinstance(connector, aiohttp.TCPConnector) else None,
                 )
             )
@@ -200,14 +201,15 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
 @pytest.mark.task(taskno=1)
 def test_crawl_prepares_what_the_workers_share() -> None:
     """An asyncio.Queue, an open session set up for the crawl, no robots.txt fetch yet."""
-    options = Options(max_tasks=2, max_redirect=0, timeout=7)
+    options = Options(max_tasks=2, max_redirect=0)
     crawler = StandIn(["http://one.invalid/"], options)
     run(crawler.crawl())
     assert crawler.shared == [("Queue", "ClientSession", "dict")] * 2, f"types of {SHARED}"
     assert isinstance(crawler.q, asyncio.Queue)
     assert crawler.robots_tasks == {}
-    # open, naming the crawler, with --timeout for each request, max_tasks connections at most
-    assert crawler.sessions == [(True, USER_AGENT, 7, 2)] * 2
+    # open, naming the crawler, no timeout of aiohttp's (its default stops a connect after
+    # 30 s, whatever --timeout says), max_tasks connections at most
+    assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2
     assert crawler.session.closed, "crawl() must close its session when it ends"
 
 
