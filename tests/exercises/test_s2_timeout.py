@@ -6,15 +6,13 @@ Each test makes a fresh stage 2 EventLoop and drives it for a few seconds at mos
 
 from __future__ import annotations
 
-import gc
 import heapq
-import logging
 import socket
 import time
-from collections.abc import Iterator
 from typing import TypeVar
 
 import pytest
+from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future
 from stage2_generators.loop import EventLoop, Handle, get_event_loop
@@ -22,77 +20,6 @@ from stage2_generators.sockets import sock_recv
 from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
-LIMIT_S = 5.0  # far above what any test here needs
-
-
-@pytest.fixture
-def loop() -> Iterator[EventLoop]:
-    """A fresh event loop (it makes itself the current one), closed after the test.
-
-    The tasks a failed test left unfinished are collected here, at a quiet moment.
-    Collected later, their clean-up could run in the middle of pytest's report of
-    another test, which CPython 3.11's ast module does not survive.
-    """
-    event_loop = EventLoop()
-    yield event_loop
-    event_loop.close()
-    gc.collect()
-
-
-class LoopErrors(logging.Handler):
-    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.errors: list[BaseException] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        """Keep the exception of a logged record."""
-        if record.exc_info and record.exc_info[1] is not None:
-            self.errors.append(record.exc_info[1])
-
-    def first(self) -> str:
-        """The first exception, as the start of a failure message ("" if there is none)."""
-        if not self.errors:
-            return ""
-        error = self.errors[0]
-        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
-
-
-def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float = LIMIT_S) -> T:
-    """Drive the loop until `work` is done and return its result, as run_until_complete does.
-
-    Unlike run_until_complete, give up after `limit` seconds (a timer at the deadline keeps
-    select() from sleeping past it), and fail the test when nothing is left that could ever
-    finish `work` (the loop's own "deadlock" RuntimeError). The failure message starts with
-    the first exception that a callback let out to the loop, which logs it and goes on:
-    most often, that is the cause.
-    """
-    future = work if isinstance(work, Future) else Task(work)
-    deadline = time.monotonic() + limit
-    errors = LoopErrors()
-    logger = logging.getLogger("stage2_generators.loop")
-    logger.addHandler(errors)
-    try:
-        while not future.done():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                pytest.fail(f"{errors.first()}still not done after {limit} s: was a wake-up lost?")
-            timers = any(not handle._cancelled for _, _, handle in loop._timers)
-            busy = timers or loop._selector.get_map()
-            watchdog = loop.call_later(left, lambda: None) if busy else None
-            try:
-                loop.run_once()
-            except RuntimeError as exc:
-                if "deadlock" not in str(exc):
-                    raise
-                pytest.fail(f"{errors.first()}nothing is left that could finish the task ({exc})")
-            finally:
-                if watchdog is not None:
-                    watchdog.cancel()
-    finally:
-        logger.removeHandler(errors)
-    return future.result()
 
 
 def live_timers(loop: EventLoop) -> int:
