@@ -20,6 +20,7 @@ while the program imports and starts up is news too, read by the loop at its fir
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 import socket
@@ -130,16 +131,20 @@ def caught() -> Iterator[CtrlC | None]:
 
 
 @contextlib.contextmanager
-def left_to_asyncio() -> Iterator[None]:
-    """Hand Ctrl-C to asyncio.Runner for the block (stage 3), then take it back.
+def left_to_asyncio(runner: asyncio.Runner) -> Iterator[None]:
+    """Hand Ctrl-C to an asyncio.Runner for the block (stage 3), then take it back.
 
-    Runner installs its handler only in place of Python's default one, so that is put
-    back for the block.  A press that came before the block (while the program started)
-    ends the crawl at once, as KeyboardInterrupt.
+    The Runner installs its handler, in ``run()``, only in place of Python's default
+    one, so that is put back for the block.  The Runner's loop is made first, while a
+    press is still only counted: a KeyboardInterrupt in the middle of making a loop
+    leaves half a loop, whose clean-up by the garbage collector prints an error.  A
+    press that came before the block (while the program started) ends the crawl at
+    once, as KeyboardInterrupt.
     """
     if _installed is None:
         yield
         return
+    runner.get_loop()
     if _installed.presses:
         raise KeyboardInterrupt
     signal.signal(signal.SIGINT, signal.default_int_handler)

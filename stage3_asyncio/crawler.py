@@ -142,10 +142,14 @@ def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
     try:
-        # asyncio.Runner takes Ctrl-C as stages 1 and 2 do by hand: the first one cancels
-        # the main task, and asyncio.run raises KeyboardInterrupt once that has run.
-        with interrupt.left_to_asyncio(), trace_coroutines(crawler.tracer, __file__, task_name):
-            asyncio.run(crawler.crawl())
+        # asyncio.Runner (what asyncio.run uses) takes Ctrl-C as stages 1 and 2 do by hand:
+        # the first one cancels the main task, and run() raises KeyboardInterrupt after.
+        with (
+            asyncio.Runner() as runner,
+            interrupt.left_to_asyncio(runner),
+            trace_coroutines(crawler.tracer, __file__, task_name),  # only with --trace
+        ):
+            runner.run(crawler.crawl())
     except KeyboardInterrupt:
         return crawler.result(interrupted=True)
     return crawler.result()
