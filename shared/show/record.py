@@ -16,6 +16,7 @@ A recorder bug must not change the crawl it watches, so errors are collected in
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import sys
 import time
@@ -202,7 +203,7 @@ class Recorder(Tracer):
         return index
 
 
-class Look:
+class Look(abc.ABC):
     """How to read one stage's loop: who a step is for, its frames, the loop's state."""
 
     def __init__(self, recorder: Recorder) -> None:
@@ -219,14 +220,14 @@ class Look:
         line = frame.f_lineno or frame.f_code.co_firstlineno
         return (name or frame.f_code.co_name, shown_path(frame.f_code.co_filename), line, line)
 
+    @abc.abstractmethod
     def step(self, context: tuple[Any, ...], who: str) -> StepFacts:
         """Return the step's actor, its frames (outermost first), a detail, and what the
         actor waited for until this step if the stage can tell (else None)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def snapshot(self, context: tuple[Any, ...]) -> State:
         """Return the loop's state now, as the step ``context`` begins."""
-        raise NotImplementedError
 
     @staticmethod
     def timers(handles: list[Any], when: Callable[[Any], float], now: float) -> tuple[int, int]:
