@@ -24,11 +24,9 @@ import pytest
 
 from shared import USER_AGENT
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
 from shared.robots import DISALLOWED as DISALLOWED_ERROR
 from shared.testsite import (
     DISALLOWED,
-    Expected,
     ServerTLS,
     Site,
     local_tls,
@@ -36,46 +34,7 @@ from shared.testsite import (
     serve,
     serve_hosts,
 )
-
-
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = {
-        url: (fields(stat), expected_fields(expected[url]))
-        for url, stat in result.by_url().items()
-        if fields(stat) != expected_fields(expected[url])
-    }
-    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
-        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
-    )
+from shared.testsite.oracle import assert_matches_oracle
 
 
 def test_default_site_gives_the_oracles_pages_and_records(

@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 from shared.testsite.traps import DISALLOWED, FAILING_KINDS
 
 if TYPE_CHECKING:
+    from shared.report import CrawlResult, FetchStatistic
     from shared.testsite.site import Site
 
 #: Redirect statuses a crawler follows, and media types it parses (as in shared.responses;
@@ -174,3 +175,48 @@ def walk(
                 walk.depth[origin + link] = depth + 1
                 queue.append((link, max_redirect))
     return walk
+
+
+def fields(stat: FetchStatistic) -> tuple[object, ...]:
+    """What a crawler's record must agree on with the oracle (num_new_urls depends on order)."""
+    error = stat.error is not None
+    return (
+        stat.status,
+        stat.next_url,
+        stat.content_type,
+        stat.encoding,
+        stat.num_urls,
+        stat.tries,
+        error,
+    )
+
+
+def expected_fields(exp: Expected) -> tuple[object, ...]:
+    """The oracle's record, in the order of :func:`fields`."""
+    return (
+        exp.status,
+        exp.next_url,
+        exp.content_type,
+        exp.encoding,
+        exp.num_urls,
+        exp.tries,
+        exp.error,
+    )
+
+
+def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
+    """Assert that a crawl's page set equals the oracle's, and each record agrees with it.
+
+    The one comparison the suite and the exercises' tests make of a crawl with its site.
+    """
+    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+    missing, extra = set(expected) - result.urls, result.urls - set(expected)
+    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    wrong = {
+        url: (fields(stat), expected_fields(expected[url]))
+        for url, stat in result.by_url().items()
+        if fields(stat) != expected_fields(expected[url])
+    }
+    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
+        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
+    )

@@ -9,14 +9,15 @@ for a limited time, so a crawl that never ends fails instead of hanging.
 from __future__ import annotations
 
 import time
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
-from shared.testsite import Expected, Site, serve
+from shared.report import CrawlResult
+from shared.testsite import Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 from stage2_generators.crawler import Crawler
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
@@ -53,47 +54,6 @@ def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
     """Run the crawler's crawl() on `loop` to its end and return its result."""
     run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.news)
     return crawler.result()
-
-
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    """The oracle's record, in the order of fields()."""
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = {
-        url: (fields(stat), expected_fields(expected[url]))
-        for url, stat in result.by_url().items()
-        if fields(stat) != expected_fields(expected[url])
-    }
-    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
-        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
-    )
 
 
 SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers

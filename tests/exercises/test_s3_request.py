@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import aiohttp
 import pytest
@@ -19,9 +19,9 @@ from aiohttp import web
 import stage3_asyncio.crawler as stage3
 from shared import USER_AGENT
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
 from shared.responses import Response
-from shared.testsite import Expected, Site
+from shared.testsite import Site
+from shared.testsite.oracle import assert_matches_oracle
 from stage3_asyncio.crawler import Crawler
 
 T = TypeVar("T")
@@ -95,47 +95,6 @@ def get(*paths: str) -> tuple[list[Response], Pages]:
             ]
 
     return asyncio.run(served(pages, requests)), pages
-
-
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    """The oracle's record, in the order of fields()."""
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = {
-        url: (fields(stat), expected_fields(expected[url]))
-        for url, stat in result.by_url().items()
-        if fields(stat) != expected_fields(expected[url])
-    }
-    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
-        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
-    )
 
 
 # --- Task 1: a GET and its whole response ---------------------------------------------------------
