@@ -104,10 +104,10 @@ def diff(session: nox.Session) -> None:
     """Two stages' crawlers side by side, paired by function: `nox -s diff -- stage1 stage2`.
 
     No stages: stage2 stage3.  `--html` writes the same as a page (out/diff-A-B.html, or
-    `--out PATH`); `--unified` prints a unified diff.  shared/sidebyside.py needs only
+    `--out PATH`); `--unified` prints a unified diff.  shared/tools/sidebyside.py needs only
     the standard library, so it runs on nox's own Python, with nothing to install.
     """
-    session.run(sys.executable, "-m", "shared.sidebyside", *session.posargs)
+    session.run(sys.executable, "-m", "shared.tools.sidebyside", *session.posargs)
 
 
 @nox.session(python=False, default=False)
@@ -150,7 +150,7 @@ def show(session: nox.Session) -> None:
     if any(arg.startswith("--screenshot") for arg in session.posargs):  # by headless Chromium
         test_group = nox.project.dependency_groups(PYPROJECT, "test")
         session.install(*(spec for spec in test_group if spec.startswith("selenium")))
-    session.run("python", "-m", "shared.show", *(session.posargs or ["stage2"]))
+    session.run("python", "-m", "shared.tools.show", *(session.posargs or ["stage2"]))
 
 
 def posix_only(session: nox.Session) -> None:
@@ -167,11 +167,11 @@ def posix_only(session: nox.Session) -> None:
 def compare(session: nox.Session) -> None:
     """The stages and a thread pool on one site: a table, three pictures in out/ (--out DIR).
 
-    `nox -s compare -- --readme` redraws the README's pictures, in shared/bench/.
+    `nox -s compare -- --readme` redraws the README's pictures, in shared/tools/bench/.
     """
     posix_only(session)
     install(session)
-    session.run("python", "-m", "shared.bench.compare", *session.posargs)
+    session.run("python", "-m", "shared.tools.bench.compare", *session.posargs)
 
 
 @nox.session(default=False)
@@ -179,7 +179,7 @@ def bench(session: nox.Session) -> None:
     """The benchmark (about 7 minutes) to out/results.json: `-- --quick` for a smoke run."""
     posix_only(session)
     install(session)
-    session.run("python", "-m", "shared.bench.bench", *session.posargs)
+    session.run("python", "-m", "shared.tools.bench.bench", *session.posargs)
 
 
 @nox.session(default=False)
@@ -195,6 +195,8 @@ def exercise(session: nox.Session) -> None:
     # Run directly rather than with session.run, to keep the tool's exit status: 1 for a
     # failed check, 2 for a request it could not carry out (nox would make both 1).
     python = Path(session.bin, "python")
-    status = subprocess.run([str(python), "-m", "shared.exercises", *session.posargs]).returncode
+    status = subprocess.run(
+        [str(python), "-m", "shared.tools.exercises", *session.posargs]
+    ).returncode
     if status:
         raise SystemExit(status)

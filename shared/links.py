@@ -12,7 +12,7 @@ counts wherever it stands.  XML pages go through the same parser, as the chapter
 crawler did: their ``<a href>`` and ``<link href>`` elements look the same to it.
 
 lxml is the one dependency of this module.  It was chosen by measurement (see
-shared/bench/RESULTS.md): on the benchmark's pages it extracts the links four times
+shared/tools/bench/RESULTS.md): on the benchmark's pages it extracts the links four times
 faster than html.parser, with the same links on every page of the test sites.
 """
 

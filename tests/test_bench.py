@@ -20,9 +20,11 @@ from typing import Any
 import pytest
 from test_crawl import assert_matches_oracle
 
-from shared.bench import pagecost, threaded
-from shared.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
-from shared.bench.compare import (
+from shared.crawling import Options
+from shared.testsite import Site, serve
+from shared.tools.bench import pagecost, threaded
+from shared.tools.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
+from shared.tools.bench.compare import (
     DEFAULT_OUT,
     DEFAULT_SVG,
     PICTURES,
@@ -31,9 +33,9 @@ from shared.bench.compare import (
     format_table,
     output_dir,
 )
-from shared.bench.figures import kib_per_fetch, memory_svg, race_svg
-from shared.bench.load import load, site_paths
-from shared.bench.measure import (
+from shared.tools.bench.figures import kib_per_fetch, memory_svg, race_svg
+from shared.tools.bench.load import load, site_paths
+from shared.tools.bench.measure import (
     ROOT,
     count_lines,
     in_flight_steps,
@@ -42,16 +44,14 @@ from shared.bench.measure import (
     peak_in_flight,
     posix_only,
 )
-from shared.bench.phases import (
+from shared.tools.bench.phases import (
     PhaseStep,
     counts_at,
     has_connect_times,
     peak_queued,
     phase_steps,
 )
-from shared.bench.svg import Lane, Scale, band_path, column_means, nice_step, render
-from shared.crawling import Options
-from shared.testsite import Site, serve
+from shared.tools.bench.svg import Lane, Scale, band_path, column_means, nice_step, render
 
 # --- the threaded baseline against the oracle -------------------------------------------
 
@@ -97,14 +97,15 @@ def test_threaded_max_pages_and_robots_txt(default_site: tuple[Site, str]) -> No
 def test_threaded_ctrl_c_gives_the_partial_result(
     ctrl_c_check: Callable[[str], dict[str, Any]],
 ) -> None:
-    assert ctrl_c_check("shared.bench.threaded")["stage"] == "threaded"
+    assert ctrl_c_check("shared.tools.bench.threaded")["stage"] == "threaded"
 
 
 # --- the phases every crawler records ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "module", ["stage1_callbacks", "stage2_generators", "stage3_asyncio", "shared.bench.threaded"]
+    "module",
+    ["stage1_callbacks", "stage2_generators", "stage3_asyncio", "shared.tools.bench.threaded"],
 )
 def test_every_crawler_records_when_each_fetch_was_queued_and_connected(module: str) -> None:
     """Queued, begun, connected, ended, in that order, for every page; the JSON says so too."""
@@ -131,7 +132,7 @@ def test_every_crawler_records_when_each_fetch_was_queued_and_connected(module: 
 
 def test_compare_on_a_tiny_site_gives_four_rows_and_three_pictures(tmp_path: Path) -> None:
     rows = tmp_path / "rows.json"
-    argv = [sys.executable, "-m", "shared.bench.compare", "--pages=30", "--latency=0.005"]
+    argv = [sys.executable, "-m", "shared.tools.bench.compare", "--pages=30", "--latency=0.005"]
     argv += [f"--out={tmp_path}", f"--json={rows}", "--timeout=5"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
@@ -166,7 +167,7 @@ def test_compare_writes_by_default_where_git_ignores() -> None:
     parser = build_parser()
     assert output_dir(parser, parser.parse_known_args([])[0]) == ROOT / "out"
     readme = parser.parse_known_args(["--readme"])[0]
-    assert output_dir(parser, readme) == README_OUT == ROOT / "shared" / "bench"
+    assert output_dir(parser, readme) == README_OUT == ROOT / "shared" / "tools" / "bench"
     elsewhere = parser.parse_known_args(["--out", "/tmp/pictures"])[0]
     assert output_dir(parser, elsewhere) == Path("/tmp/pictures")
     with pytest.raises(SystemExit):  # --out used to name the picture itself
@@ -396,13 +397,13 @@ def test_the_readme_shows_the_pictures_and_the_command_that_redraws_them() -> No
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Comparing the stages") :]
     for picture in PICTURES:
-        assert f"](shared/bench/{picture})" in section, picture
+        assert f"](shared/tools/bench/{picture})" in section, picture
     assert "nox -s compare -- --readme" in section
     assert '"phases"' in readme  # --timeline's JSON, described
 
 
 def test_the_table_shows_a_dash_without_benchmark_figures() -> None:
-    from shared.bench.compare import Row
+    from shared.tools.bench.compare import Row
 
     row = Row("threaded", 3, "yes", 0.5, 6.0, 2, 10, None, 28.0, 100)
     line = format_table([row]).splitlines()[2].split()

@@ -1,6 +1,6 @@
-"""The exercise tool (shared/exercises/): every exercise keeps its promises, every verb its word.
+"""The exercise tool (shared/tools/exercises/): every exercise keeps its promises.
 
-The first test runs for each exercise found in shared/exercises/, so an exercise added
+The first test runs for each exercise found in shared/tools/exercises/, so an exercise added
 later is held to the same rules without a line changed here: on a fresh workspace
 `check` fails every task, and after `solve` it passes them all.  Each `check` is one
 pytest subprocess in the workspace.
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.exercises import catalog, checking, workspace
-from shared.exercises.bodies import body_text, empty_functions, locate, put_bodies, yields
-from shared.exercises.cli import main
+from shared.tools.exercises import catalog, checking, workspace
+from shared.tools.exercises.bodies import body_text, empty_functions, locate, put_bodies, yields
+from shared.tools.exercises.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_LINE = re.compile(r"^task (\d+): (passed|FAILED)(?: - (.*))?$", re.MULTILINE)
@@ -118,7 +118,7 @@ def test_list_names_gives_the_names_alone_one_a_line(capsys: pytest.CaptureFixtu
 def test_an_unknown_exercise_prints_the_list_and_exits_2() -> None:
     for verb in ("start", "check", "hint", "solve"):
         ran = subprocess.run(
-            [sys.executable, "-m", "shared.exercises", verb, "no-such-exercise"],
+            [sys.executable, "-m", "shared.tools.exercises", verb, "no-such-exercise"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -190,11 +190,13 @@ def test_start_makes_the_workspace_described(
     for path in ["pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py"]:
         assert (folder / path).read_bytes() == (ROOT / path).read_bytes()
     assert (folder / exercise.tests).is_file()
-    assert not (folder / "shared" / "exercises").exists(), "the tool and its hints stay home"
+    assert not (folder / "shared" / "tools" / "exercises").exists(), (
+        "the tool and its hints stay home"
+    )
     for package in ["shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio"]:
         for source in (ROOT / package).rglob("*.py"):
             relative = source.relative_to(ROOT)
-            if relative.parts[:2] == ("shared", "exercises") or relative.as_posix() == (
+            if relative.parts[:3] == ("shared", "tools", "exercises") or relative.as_posix() == (
                 "stage1_callbacks/loop.py"
             ):
                 continue
@@ -401,7 +403,7 @@ def test_emptying_keeps_decorators_signature_docstring_and_every_other_byte() ->
 
 
 def test_a_missing_ambiguous_or_one_line_function_is_refused() -> None:
-    from shared.exercises.bodies import BodyError
+    from shared.tools.exercises.bodies import BodyError
 
     for name, words in [
         ("Thing.nothing", "no function or method Thing.nothing"),

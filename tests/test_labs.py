@@ -1,4 +1,4 @@
-"""The "break it on purpose" labs (shared/exercises/labs/) predict the truth.
+"""The "break it on purpose" labs (shared/tools/exercises/labs/) predict the truth.
 
 Each lab guide prints a change as a diff with its line numbers, the commands to run and
 the symptom to expect.  These tests make the same change, never to the repository's
@@ -47,7 +47,7 @@ from stage2_generators.loop import EventLoop
 from stage2_generators.tasks import Task
 
 ROOT = Path(__file__).resolve().parent.parent
-LABS = ROOT / "shared" / "exercises" / "labs"
+LABS = ROOT / "shared" / "tools" / "exercises" / "labs"
 BOUND_S = 30  # far above any run here: only a hang ever reaches it
 PARTS = ["## Break it", "## Predict", "## Run", "## What you see", "## Why", "## Undo"]
 

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from shared.crawling import Options
-from shared.show import browser
-from shared.show.command import build_parser, crawl_arguments, main, merged_position
-from shared.show.page import crawl_data, interesting_step, waits
-from shared.show.record import Recorder, recording
 from shared.testsite import Site, serve
+from shared.tools.show import browser
+from shared.tools.show.command import build_parser, crawl_arguments, main, merged_position
+from shared.tools.show.page import crawl_data, interesting_step, waits
+from shared.tools.show.record import Recorder, recording
 
 # A --trace line, as tests/test_trace.py reads it.
 LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\S+|-)$")

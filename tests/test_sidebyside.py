@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from shared import sidebyside
-from shared.sidebyside import (
+from shared.tools import sidebyside
+from shared.tools.sidebyside import (
     CHANGED,
     LEFT_ONLY,
     RIGHT_ONLY,
@@ -374,7 +374,7 @@ def test_the_page_marks_changed_words_and_heads_each_pair() -> None:
     text = render_html(view("stage2", "stage3"))
     assert "<del>yield</del>" in text or "<del>yield from</del>" in text
     assert "<ins>await</ins>" in text
-    path = Path(sidebyside.__file__).parent.parent / "stage2_generators" / "crawler.py"
+    path = Path(sidebyside.__file__).parents[2] / "stage2_generators" / "crawler.py"
     every = sidebyside.pieces(path.read_text(encoding="utf-8"), str(path))
     work = [piece for piece in every if piece.name == "Crawler.work"]
     assert f"Crawler.work <small>lines {sidebyside.line_ranges(work, every)}</small>" in text

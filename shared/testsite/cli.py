@@ -4,7 +4,7 @@ Serves a site in the foreground for a class to crawl, and logs every request it
 answers so the class can watch them arrive.  ``--hosts 3`` serves it on 127.0.0.1,
 127.0.0.2 and 127.0.0.3 at once: three hosts, to crawl with ``--max-per-host``.
 :func:`add_site_arguments` and :func:`site_from_arguments` are shared with
-``python -m shared.bench.server``.
+``python -m shared.tools.bench.server``.
 """
 
 from __future__ import annotations

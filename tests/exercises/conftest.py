@@ -7,14 +7,14 @@ This plugin, active for the tests in this folder only, does three things:
   will ever wake, becomes a failed test that says so, instead of a check that never
   ends.  Where there are no POSIX interval timers (Windows), only the whole check's
   limit applies.
-- Under `python -m shared.exercises check`, which names a results file in the
+- Under `python -m shared.tools.exercises check`, which names a results file in the
   environment, it writes what happened to each test there, one JSON object a line,
   as it happens: a check stopped from outside keeps what was already written.
 - Under `check` again, it proves that the code under test came from the workspace and
   not from the repository: it records the file of every module of the crawlers that
   was imported, and stops the run if one lies outside the workspace.
 
-The names of the environment variables are the tool's (shared/exercises/checking.py),
+The names of the environment variables are the tool's (shared/tools/exercises/checking.py),
 written twice because a workspace has this file but not the tool.
 """
 

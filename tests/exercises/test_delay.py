@@ -1,7 +1,7 @@
 """Exercise delay: --delay S between the starts of two requests to one host, three styles.
 
 Task N is stage N's `Crawler.polite`: a timer in stage 1, `yield from sleep(...)` in
-stage 2, `await asyncio.sleep(...)` in stage 3 (see shared/exercises/delay/README.md).
+stage 2, `await asyncio.sleep(...)` in stage 3 (see shared/tools/exercises/delay/README.md).
 How long to wait is BaseCrawler.delay_before's answer, the same in every stage; each
 test asks the server when the requests came, or times a crawl whose every try fails.
 """

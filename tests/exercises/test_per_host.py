@@ -2,7 +2,7 @@
 
 Task N is stage N's `Crawler.host_slot`: a line of waiting URLs in stage 1, a Queue of
 tokens in stage 2, an asyncio.Semaphore in stage 3 (see
-shared/exercises/per-host/README.md).  Every test crawls one site served on three
+shared/tools/exercises/per-host/README.md).  Every test crawls one site served on three
 loopback hosts at once and asks the server how many requests each host had in flight
 at most; the records must be the site's oracle's, whatever the limit.
 """

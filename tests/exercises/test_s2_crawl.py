@@ -2,7 +2,7 @@
 
 Task 1 is stage 2's `Crawler.crawl`, tested with stand-in workers of our own; task 2 is
 `Crawler.work`, tested by whole crawls of the test site, which must equal its oracle
-(see shared/exercises/s2-crawl/README.md). Each test drives a fresh stage 2 EventLoop
+(see shared/tools/exercises/s2-crawl/README.md). Each test drives a fresh stage 2 EventLoop
 for a limited time, so a crawl that never ends fails instead of hanging.
 """
 

@@ -1,7 +1,7 @@
 """Exercise s2-future: a Future settles once, schedules its callbacks, and can be waited on.
 
 Task 1 is `Future._finish`, task 2 `Future.add_done_callback`, task 3 `Future.__iter__`
-(see shared/exercises/s2-future/README.md). Each test makes a fresh stage 2 EventLoop and
+(see shared/tools/exercises/s2-future/README.md). Each test makes a fresh stage 2 EventLoop and
 drives it for a few seconds at most, so a lost wake-up fails a test instead of hanging it.
 """
 

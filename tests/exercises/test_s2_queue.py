@@ -1,7 +1,7 @@
 """Exercise s2-queue: getters that wait, a count of unfinished work, and join().
 
 Task 1 is `Queue.get`, task 2 `Queue.task_done`, task 3 `Queue.join` (see
-shared/exercises/s2-queue/README.md). Each test makes a fresh stage 2 EventLoop and
+shared/tools/exercises/s2-queue/README.md). Each test makes a fresh stage 2 EventLoop and
 drives it for a few seconds at most.
 """
 

@@ -1,7 +1,7 @@
 """Exercise s2-sockets: a socket wait that ends in a Future, undone on every way out.
 
 Task 1 is `_when_ready`, the one wait every socket coroutine of stage 2 goes through;
-task 2 is `sock_connect` (see shared/exercises/s2-sockets/README.md). Sockets here are
+task 2 is `sock_connect` (see shared/tools/exercises/s2-sockets/README.md). Sockets here are
 socket pairs and servers on 127.0.0.1. Each test makes a fresh stage 2 EventLoop and
 drives it for a few seconds at most.
 """

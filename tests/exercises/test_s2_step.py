@@ -2,7 +2,7 @@
 
 Task 1 is the send half of `Task._step`, task 2 `Task._wakeup` (with the subscription
 in `_step`), task 3 the throw half of `_step`: errors, cancellation, a bad yield,
-KeyboardInterrupt and --trace (see shared/exercises/s2-step/README.md). Each test makes
+KeyboardInterrupt and --trace (see shared/tools/exercises/s2-step/README.md). Each test makes
 a fresh stage 2 EventLoop and drives it for a few seconds at most.
 """
 

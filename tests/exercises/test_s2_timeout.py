@@ -1,6 +1,6 @@
 """Exercise s2-timeout: timeouts by cancellation.
 
-Task 1 is `Task.cancel`, task 2 `timeout` (see shared/exercises/s2-timeout/README.md).
+Task 1 is `Task.cancel`, task 2 `timeout` (see shared/tools/exercises/s2-timeout/README.md).
 Each test makes a fresh stage 2 EventLoop and drives it for a few seconds at most.
 """
 

@@ -1,7 +1,7 @@
 """Exercise s3-request: one GET with aiohttp, redirects not followed, the body capped.
 
 Task 1 is stage 3's `Crawler.request` as far as complete responses go, task 2 its size
-cap (see shared/exercises/s3-request/README.md). The tests serve their own pages on
+cap (see shared/tools/exercises/s3-request/README.md). The tests serve their own pages on
 127.0.0.1 from the test's event loop, and crawl the test site for its oracle.
 """
 

@@ -2,7 +2,7 @@
 
 Task 1 is stage 3's `Crawler.crawl`, tested with stand-in workers of our own; task 2 is
 `Crawler.work`, tested by whole crawls of the test site, which must equal its oracle
-(see shared/exercises/s3-workers/README.md). Each test runs its own asyncio loop with
+(see shared/tools/exercises/s3-workers/README.md). Each test runs its own asyncio loop with
 asyncio.run, for a limited time.
 """
 

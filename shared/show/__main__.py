@@ -1,8 +1,0 @@
-"""``python -m shared.show STAGE|all [options]``: the step-through page (``nox -s show``)."""
-
-import sys
-
-from shared.show.command import main
-
-if __name__ == "__main__":
-    sys.exit(main())

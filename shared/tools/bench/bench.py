@@ -1,0 +1,471 @@
+"""The benchmark: the figures behind the chapter's argument, measured on this machine.
+
+``python -m shared.tools.bench.bench`` (``nox -s bench``) runs four scenarios, each crawler in
+turn within every run, and repeats them (--runs, 5 by default) to give medians and
+ranges.  The site runs in its own process on one core, the crawler on another.
+
+* S0, the ceiling: how many requests a second the site itself can serve, with a bare
+  load client (shared/tools/bench/load.py), with and without keep-alive.  No crawler can
+  beat it; a crawler far below it is limited by its own work.
+* S1, throughput: a 2,000-page site, no latency, --max-tasks 100: pages per second.
+* S2, latency-bound: the same site answering each request after 50 ms.  A crawl cannot
+  take less than the level bound, the sum over the site's breadth-first levels of
+  ceil(level size / max-tasks) x latency; the figure is the crawl's time over it.
+* S3, many connections: a page linking to 5,000 pages that each take 2 s to answer,
+  crawled with --max-tasks 5,000, so that all of them are in flight at once.  Its peak
+  memory, less the peak of the same crawl with --max-tasks 10 (on the same pages
+  served without the delay, and without writing the JSON, see Bench.wide), divided by
+  the most fetches in flight, is what one fetch in flight costs: the chapter's "50k
+  per thread, 3k per coroutine".  The records of the finished fetches are in both
+  crawls, so they cancel out.  The same at 10,000, where the file-descriptor limit
+  allows, checks that nothing is lost.
+
+The figures go with a description of the machine to out/results.json (--quick:
+out/results-quick.json), which git ignores, or to --json PATH.  The README's figures are
+shared/tools/bench/results.json: ``--json shared/tools/bench/results.json`` replaces them, and
+``--markdown`` prints them as the README's table (or, with --json, another run's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from shared.tools.bench.measure import (
+    CRAWLERS,
+    ROOT,
+    Crawler,
+    Run,
+    SiteOptions,
+    SiteServer,
+    core_pair,
+    fd_limit,
+    ignore_robots_flag,
+    level_bound,
+    machine,
+    peak_in_flight,
+    pin,
+    posix_only,
+    run_crawler,
+    site_server,
+)
+
+#: Where a run writes by default: a folder git ignores, so a run leaves the tree clean.
+DEFAULT_JSON = ROOT / "out" / "results.json"
+QUICK_JSON = ROOT / "out" / "results-quick.json"
+#: The figures behind the README's table and RESULTS.md: written only when --json names it.
+COMMITTED_JSON = ROOT / "shared" / "tools" / "bench" / "results.json"
+
+#: What the crawlers are asked to reach (see the issue that set them); never asserted.
+TARGETS = {
+    "S1": "every stage at least as fast as the threaded baseline",
+    "S2": "every stage within 1.05x of the level bound",
+    "S3": "stages 1 and 2 at most 5 KiB, stage 3 at most 10 KiB per fetch in flight",
+    "S3 10,000": "every stage completes 10,000 fetches at once, none lost",
+}
+S2_TARGET = 1.05
+S3_TARGET_KIB = {"stage1_callbacks": 5.0, "stage2_generators": 5.0, "stage3_asyncio": 10.0}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sizes of one benchmark: the full one, or the quick smoke run."""
+
+    runs: int = 5
+    load_seconds: float = 2.0
+    pages: int = 2000
+    fanout: int = 10
+    max_tasks: int = 100
+    latency: float = 0.05
+    # The first size is measured --runs times; the others are checks, run once, as the
+    # 10,000 one is the slowest part of the benchmark.
+    wide: tuple[int, ...] = (5000, 10000)
+    wide_delay: float = 2.0
+    baseline_tasks: int = 10
+
+
+QUICK = Plan(
+    runs=1,
+    load_seconds=0.5,
+    pages=300,
+    max_tasks=20,
+    wide=(300, 600),
+    wide_delay=0.5,
+)
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    """Median, minimum and maximum of a scenario's figures over the runs."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+class Bench:
+    """Runs the scenarios and collects their figures into one JSON document."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        crawlers: Sequence[Crawler] = CRAWLERS,
+        *,
+        pin_cores: bool = True,
+        quick: bool = False,
+    ) -> None:
+        """Prepare a benchmark; nothing runs until :meth:`run`."""
+        self.plan = plan
+        self.quick = quick
+        self.crawlers = list(crawlers)
+        self.site_core, self.crawler_core = core_pair(pin_cores)
+        self.robots = ignore_robots_flag()
+        # With --ignore-robots the oracle has no robots.txt record either.
+        self.oracle: dict[str, Any] = {"ignore_robots": True} if self.robots else {}
+
+    def log(self, text: str) -> None:
+        """Say what is happening, on stderr, so stdout keeps the table alone."""
+        print(text, file=sys.stderr, flush=True)
+
+    def order(self, run: int) -> list[Crawler]:
+        """The crawlers for one run, rotated each run so that none always goes first."""
+        shift = run % len(self.crawlers)
+        return self.crawlers[shift:] + self.crawlers[:shift]
+
+    def crawl(
+        self, crawler: Crawler, server: SiteServer, *args: str, write_json: bool = True
+    ) -> Run:
+        """One measured crawl of a freshly reset site."""
+        server.reset()
+        run = run_crawler(
+            crawler,
+            server.url,
+            [*args, *self.robots],
+            core=self.crawler_core,
+            write_json=write_json,
+        )
+        if not run.ok:
+            self.log(f"  {crawler.name} exited with {run.returncode}: {run.stderr[-2000:]}")
+        return run
+
+    def run(self) -> dict[str, Any]:
+        """Run every scenario and return the results document."""
+        started = time.monotonic()
+        doc: dict[str, Any] = {
+            "machine": machine(),
+            "plan": {
+                "runs": self.plan.runs,
+                "quick": self.quick,
+                "pinned": self.site_core is not None,
+            },
+            "crawlers": [crawler.name for crawler in self.crawlers],
+            "pinned": self.site_core is not None,
+            "targets": TARGETS,
+        }
+        doc["S0"] = self.ceiling()
+        doc["S1"] = self.throughput()
+        doc["S2"] = self.latency_bound()
+        doc["S3"] = self.many_connections()
+        doc["seconds"] = round(time.monotonic() - started, 1)
+        return doc
+
+    # ----------------------------------------------------------------------- S0
+
+    def ceiling(self) -> dict[str, Any]:
+        """S0: the site's own requests per second, with a bare client, both ways."""
+        plan = self.plan
+        self.log(f"S0 ceiling: {plan.pages}-page site, bare load client")
+        site = SiteOptions(pages=plan.pages, fanout=plan.fanout, traps=False)
+        figures: dict[str, list[float]] = {"close": [], "keep_alive": []}
+        with site_server(site, self.site_core) as server:
+            for _ in range(plan.runs):
+                for mode in figures:
+                    argv = [sys.executable, "-m", "shared.tools.bench.load", server.url]
+                    argv += [f"--pages={plan.pages}", f"--seconds={plan.load_seconds}"]
+                    argv += ["--keep-alive"] if mode == "keep_alive" else []
+                    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                    pin(proc.pid, self.crawler_core)
+                    out, _ = proc.communicate(timeout=plan.load_seconds + 60)
+                    figures[mode].append(float(json.loads(out)["per_s"]))
+                    self.log(f"  {mode}: {figures[mode][-1]:.0f} requests/s")
+        return {
+            "site": {"pages": plan.pages, "fanout": plan.fanout},
+            "seconds": plan.load_seconds,
+            "close": {"per_s": figures["close"], **summary(figures["close"])},
+            "keep_alive": {"per_s": figures["keep_alive"], **summary(figures["keep_alive"])},
+        }
+
+    # ----------------------------------------------------------------------- S1, S2
+
+    def site_crawls(self, site: SiteOptions) -> dict[str, Any]:
+        """Crawl one site with every crawler, --runs times; keep each crawl's figures."""
+        plan = self.plan
+        results: dict[str, dict[str, Any]] = {
+            c.name: {
+                "elapsed_s": [],
+                "records": [],
+                "same_pages": [],
+                "peak_in_flight": [],
+                "cpu_s": [],
+            }
+            for c in self.crawlers
+        }
+        with site_server(site, self.site_core) as server:
+            expected = set(site.site().expected(server.url, **self.oracle))
+            levels = site.site().levels(server.url, **self.oracle)
+            for number in range(plan.runs):
+                for crawler in self.order(number):
+                    run = self.crawl(crawler, server, f"--max-tasks={plan.max_tasks}")
+                    entry = results[crawler.name]
+                    entry["elapsed_s"].append(round(run.elapsed_s, 4) if run.ok else None)
+                    entry["records"].append(run.records)
+                    entry["same_pages"].append(run.ok and run.urls == expected)
+                    entry["peak_in_flight"].append(peak_in_flight(run.timeline) if run.ok else 0)
+                    entry["cpu_s"].append(round(run.cpu_s, 3))
+                    self.log(
+                        f"  run {number + 1} {crawler.name}: {run.records} pages "
+                        f"in {run.elapsed_s:.3f} s, {run.cpu_s:.2f} s CPU"
+                    )
+        return {"pages": len(expected), "levels": levels, "results": results}
+
+    def derive(self, doc: dict[str, Any], name: str, figure: Callable[[float, int], float]) -> None:
+        """Add ``name``, computed from each crawl's (seconds, records), and its summary."""
+        for entry in doc["results"].values():
+            values = [
+                None if seconds is None else round(figure(seconds, records), 4)
+                for seconds, records in zip(entry["elapsed_s"], entry["records"], strict=True)
+            ]
+            entry[name] = values
+            good = [value for value in values if value is not None]
+            entry.update(summary(good) if good else {})
+
+    def throughput(self) -> dict[str, Any]:
+        """S1: pages per second on a site with no latency."""
+        plan = self.plan
+        self.log(f"S1 throughput: {plan.pages} pages, --max-tasks {plan.max_tasks}")
+        doc = self.site_crawls(SiteOptions(pages=plan.pages, fanout=plan.fanout, traps=False))
+        self.derive(doc, "pages_per_s", lambda seconds, records: records / seconds)
+        doc["max_tasks"] = plan.max_tasks
+        return doc
+
+    def latency_bound(self) -> dict[str, Any]:
+        """S2: crawl time over the level bound, on a site that answers after a latency."""
+        plan = self.plan
+        self.log(f"S2 latency-bound: {plan.latency * 1000:g} ms per response")
+        site = SiteOptions(pages=plan.pages, fanout=plan.fanout, traps=False, latency=plan.latency)
+        doc = self.site_crawls(site)
+        bound = level_bound(doc["levels"], plan.max_tasks, plan.latency)
+        self.derive(doc, "over_bound", lambda seconds, records: seconds / bound)
+        doc.update(max_tasks=plan.max_tasks, latency=plan.latency, level_bound_s=round(bound, 4))
+        return doc
+
+    # ----------------------------------------------------------------------- S3
+
+    def many_connections(self) -> dict[str, Any]:
+        """S3: memory per fetch in flight, and no fetch lost, with thousands at once."""
+        plan = self.plan
+        doc: dict[str, Any] = {"delay": plan.wide_delay, "baseline_tasks": plan.baseline_tasks}
+        for i, size in enumerate(plan.wide):
+            runs = plan.runs if i == 0 else 1
+            if size + 200 > fd_limit():
+                self.log(f"S3 {size}: skipped, the file-descriptor limit is {fd_limit()}")
+                doc[str(size)] = {"skipped": f"file-descriptor limit {fd_limit()}"}
+                continue
+            self.log(f"S3 {size} fetches of {plan.wide_delay:g} s at once, {runs} run(s)")
+            doc[str(size)] = self.wide(size, runs)
+        return doc
+
+    def wide(self, size: int, runs: int) -> dict[str, Any]:
+        """Crawl ``size`` slow pages all at once, and the same pages ten at a time."""
+        plan = self.plan
+        slow = SiteOptions(pages=1, traps=False, wide=size, wide_delay=plan.wide_delay)
+        fast = replace(slow, wide_delay=0.0)
+        results: dict[str, dict[str, Any]] = {
+            c.name: {
+                "rss_kib": [],
+                "baseline_rss_kib": [],
+                "peak_in_flight": [],
+                "kib_per_fetch": [],
+                "seconds": [],
+                "complete": [],
+                "lost": [],
+            }
+            for c in self.crawlers
+        }
+        with site_server(slow, self.site_core) as busy, site_server(fast, self.site_core) as calm:
+            expected = set(slow.site().expected(busy.url, **self.oracle))
+            for number in range(runs):
+                for crawler in self.order(number):
+                    wide = self.crawl(crawler, busy, f"--max-tasks={size}")
+                    # Without --json: building the JSON document at the end of a crawl of
+                    # thousands of pages is a peak of its own, which the wide crawl hides
+                    # behind its in-flight peak (the memory freed by the fetches is reused
+                    # for it) but the baseline would not.
+                    base = self.crawl(
+                        crawler, calm, f"--max-tasks={plan.baseline_tasks}", write_json=False
+                    )
+                    peak = peak_in_flight(wide.timeline) if wide.timeline else 0
+                    per_fetch = (wide.peak_rss_kib - base.peak_rss_kib) / peak if peak else 0.0
+                    ok = {f["url"] for f in wide.doc.get("fetches", []) if f["status"] == 200}
+                    entry = results[crawler.name]
+                    entry["rss_kib"].append(wide.peak_rss_kib)
+                    entry["baseline_rss_kib"].append(base.peak_rss_kib)
+                    entry["peak_in_flight"].append(peak)
+                    entry["kib_per_fetch"].append(round(per_fetch, 3))
+                    entry["seconds"].append(round(wide.elapsed_s, 3))
+                    entry["complete"].append(wide.ok and ok == expected)
+                    entry["lost"].append(len(expected - ok))
+                    self.log(
+                        f"  run {number + 1} {crawler.name}: {per_fetch:.2f} KiB per fetch, "
+                        f"peak {peak}, {len(ok)}/{len(expected)} answered in {wide.elapsed_s:.1f} s"
+                    )
+        for entry in results.values():
+            entry["summary"] = summary(entry["kib_per_fetch"])
+        return {"fetches": len(expected), "results": results}
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+def cell(stats: dict[str, Any], fmt: str, suffix: str = "") -> str:
+    """Format "median (min-max)" for one crawler's figure."""
+    if "median" not in stats:
+        return "failed"
+    mid, lo, hi = (format(stats[key], fmt) for key in ("median", "min", "max"))
+    return f"{mid}{suffix} ({lo}-{hi})" if lo != hi else f"{mid}{suffix}"
+
+
+def mark(met: bool | None) -> str:
+    """A check mark for a target met, a cross for one missed, nothing where none applies."""
+    return "" if met is None else (" ✓" if met else " ✗")
+
+
+def cpu_row(scenario: str, part: dict[str, Any], names: Sequence[str]) -> str:
+    """The table row of a scenario's crawler CPU per page: CPU time over pages, median."""
+    row = [f"{scenario} crawler CPU, ms per page (whole process, start-up included)"]
+    for name in names:
+        entry = part["results"][name]
+        pairs = zip(entry.get("cpu_s", []), entry.get("records", []), strict=False)
+        per_page = [cpu / pages * 1000 for cpu, pages in pairs if pages]
+        row.append(f"{statistics.median(per_page):.2f}" if per_page else "-")
+    return "| " + " | ".join(row) + " |"
+
+
+def duration(seconds: float) -> str:
+    """A run's length, as a reader plans for it: "7 minutes", "50 seconds"."""
+    if seconds >= 90:
+        return f"{seconds / 60:.0f} minutes"
+    return f"{seconds:.0f} seconds"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """Render a results document as the README's markdown: the machine, the table, targets."""
+    m, names = doc["machine"], doc["crawlers"]
+    runs = doc["plan"]["runs"]
+    s0, s1, s2, s3 = doc["S0"], doc["S1"], doc["S2"], doc["S3"]
+    out = [
+        f"Measured on {m['cpu']}, {m['cores']} cores, {m['implementation']} {m['python']}, "
+        f"{m['system']}, {m['date']}; {runs} run(s) of each, median (min-max)"
+        + (", site and crawler pinned to separate cores." if doc["pinned"] else ".")
+        + (f" The run took {duration(doc['seconds'])}." if "seconds" in doc else ""),
+        "",
+        f"S0, the ceiling (the site alone, a bare load client, {s0['site']['pages']:,} pages): "
+        f"{cell(s0['close'], ',.0f')} requests/s with a new connection per request, "
+        f"{cell(s0['keep_alive'], ',.0f')} with keep-alive.",
+        "",
+        "| scenario | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    threaded = s1["results"].get("threaded", {}).get("median")
+    row = [f"S1 pages/s ({s1['pages']:,} pages, --max-tasks {s1['max_tasks']})"]
+    for name in names:
+        stats = s1["results"][name]
+        met = None if threaded is None or name == "threaded" else stats["median"] >= threaded
+        row.append(cell(stats, ",.0f") + mark(met if "median" in stats else False))
+    out.append("| " + " | ".join(row) + " |")
+    out.append(cpu_row("S1", s1, names))
+    bound = f"{s2['latency'] * 1000:g} ms, bound {s2['level_bound_s']:.2f} s"
+    row = [f"S2 time / level bound ({bound})"]
+    for name in names:
+        stats = s2["results"][name]
+        met = None if name == "threaded" else stats.get("median", 99) <= S2_TARGET
+        row.append(cell(stats, ".2f", "x") + mark(met))
+    out.append("| " + " | ".join(row) + " |")
+    # Next to the time over the bound: if CPU per page times the pages is near the crawl's
+    # time, the crawler was waiting for its own CPU rather than for the site.
+    out.append(cpu_row("S2", s2, names))
+    for size, part in s3.items():
+        if not isinstance(part, dict) or "results" not in part:
+            if isinstance(part, dict) and "skipped" in part:
+                out.append(f"| S3 {int(size):,} at once | skipped: {part['skipped']} |")
+            continue
+        results = part["results"]
+        row = [f"S3 KiB per fetch in flight ({int(size):,} at once)"]
+        for name in names:
+            stats = results[name]["summary"]
+            target = S3_TARGET_KIB.get(name)
+            met = None if target is None else stats["median"] <= target
+            row.append(cell(stats, ".1f") + mark(met))
+        out.append("| " + " | ".join(row) + " |")
+        row = [f"S3 peak RSS MiB at {int(size):,} / at {s3['baseline_tasks']}"]
+        for name in names:
+            wide = statistics.median(results[name]["rss_kib"]) / 1024
+            base = statistics.median(results[name]["baseline_rss_kib"]) / 1024
+            row.append(f"{wide:.1f} / {base:.1f}")
+        out.append("| " + " | ".join(row) + " |")
+        row = [f"S3 answered of {part['fetches']:,}; peak in flight; seconds"]
+        for name in names:
+            entry = results[name]
+            lost = max(entry["lost"])
+            done = f"all{mark(True)}" if all(entry["complete"]) else f"{lost:,} lost{mark(False)}"
+            peak = min(entry["peak_in_flight"])
+            seconds = statistics.median(entry["seconds"])
+            row.append(f"{done}; {peak:,}; {seconds:.1f} s")
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", "Targets (✓ met, ✗ missed): " + "; ".join(TARGETS.values()) + "."]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark, or with --markdown print the table of a results file."""
+    parser = argparse.ArgumentParser(
+        prog="python -m shared.tools.bench.bench", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--runs", type=int, help="runs of each scenario (5; --quick: 1)")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="results file (out/results.json; --quick: out/results-quick.json; --markdown: "
+        "the README's, shared/tools/bench/results.json, which a run writes only when named here)",
+    )
+    parser.add_argument("--markdown", action="store_true", help="print the results as markdown")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin to separate cores")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        path = args.json or COMMITTED_JSON
+        print(markdown(json.loads(path.read_text(encoding="utf-8"))), end="")
+        return 0
+    posix_only("python -m shared.tools.bench.bench")
+    # Only a run told so replaces the figures the README's table is made from.
+    args.json = args.json or (QUICK_JSON if args.quick else DEFAULT_JSON)
+    plan = QUICK if args.quick else Plan()
+    if args.runs is not None:
+        if args.runs < 1:
+            parser.error("--runs must be >= 1")
+        plan = replace(plan, runs=args.runs)
+    doc = Bench(plan, pin_cores=not args.no_pin, quick=args.quick).run()
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    print(markdown(doc), end="")
+    print(f"\n{doc['seconds']:.0f} s; results in {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

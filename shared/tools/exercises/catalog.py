@@ -1,0 +1,155 @@
+"""The exercises: each a folder of shared/tools/exercises/ with an exercise.toml and a README.md.
+
+The format is described in shared/tools/exercises/README.md; `load` checks what the tool
+relies on and says what is wrong in words an exercise's author can act on.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: The repository: shared/tools/exercises/catalog.py is three levels below it.
+ROOT = Path(__file__).resolve().parents[3]
+EXERCISES = ROOT / "shared" / "tools" / "exercises"
+STAGES = ("stage1_callbacks", "stage2_generators", "stage3_asyncio", "shared", "all")
+
+
+class ExerciseError(ValueError):
+    """An exercise.toml the tool cannot use."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One function an exercise empties: ``path:Qualified.name``."""
+
+    path: str  # relative to the repository, with forward slashes
+    qualname: str
+
+    @property
+    def module(self) -> str:
+        """The module the path imports as: stage1_callbacks/loop.py is stage1_callbacks.loop."""
+        dotted = self.path.removesuffix(".py").replace("/", ".")
+        return dotted.removesuffix(".__init__")
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.qualname}"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """What exercise.toml says, and where the exercise's files are."""
+
+    name: str
+    folder: Path
+    order: int
+    stage: str
+    idea: str
+    summary: str
+    chapter: str
+    replace: tuple[Target, ...]
+    tests: str  # the test module, relative to the repository
+    hints: tuple[str, ...]
+    support: tuple[str, ...]  # further files the tests need, copied as they are
+
+    @property
+    def instructions(self) -> Path:
+        """The README.md a student reads, which becomes the workspace's INSTRUCTIONS.md."""
+        return self.folder / "README.md"
+
+
+def _text(data: dict[str, Any], key: str, where: Path) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise ExerciseError(f"{where}: `{key}` must be a non-empty string")
+    return value
+
+
+def _texts(
+    data: dict[str, Any], key: str, where: Path, default: list[str] | None = None
+) -> list[str]:
+    value = data.get(key, default)
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ExerciseError(f"{where}: `{key}` must be a list of strings")
+    return value
+
+
+def load(folder: Path) -> Exercise:
+    """Read and check one exercise's folder."""
+    where = folder / "exercise.toml"
+    with where.open("rb") as file:
+        data = tomllib.load(file)
+    order = data.get("order")
+    if not isinstance(order, int) or isinstance(order, bool):
+        raise ExerciseError(f"{where}: `order` must be an integer")
+    stage = _text(data, "stage", where)
+    if stage not in STAGES:
+        raise ExerciseError(f"{where}: `stage` must be one of {', '.join(STAGES)}")
+    targets = []
+    for entry in _texts(data, "replace", where):
+        path, colon, qualname = entry.partition(":")
+        if not colon or not path.endswith(".py") or not qualname:
+            raise ExerciseError(f"{where}: {entry!r} is not 'path.py:Qualified.name'")
+        if not (ROOT / path).is_file():
+            raise ExerciseError(f"{where}: {path} is not a file of the repository")
+        targets.append(Target(path, qualname))
+    if not targets:
+        raise ExerciseError(f"{where}: `replace` names no function")
+    tests = _text(data, "tests", where)
+    support = _texts(data, "support", where, default=[])
+    for path in [tests, *support]:
+        if not (ROOT / path).is_file():
+            raise ExerciseError(f"{where}: {path} is not a file of the repository")
+    if not (folder / "README.md").is_file():
+        raise ExerciseError(f"{folder}: the exercise has no README.md")
+    return Exercise(
+        name=folder.name,
+        folder=folder,
+        order=order,
+        stage=stage,
+        idea=_text(data, "idea", where),
+        summary=_text(data, "summary", where),
+        chapter=str(data.get("chapter", "")),
+        replace=tuple(targets),
+        tests=tests,
+        hints=tuple(_texts(data, "hints", where)),
+        support=tuple(support),
+    )
+
+
+def all_exercises() -> list[Exercise]:
+    """Every exercise, in the chapter's order (then by name)."""
+    folders = [p.parent for p in EXERCISES.glob("*/exercise.toml")]
+    return sorted((load(folder) for folder in folders), key=lambda e: (e.order, e.name))
+
+
+def find(name: str) -> Exercise | None:
+    """The exercise of that name, or None."""
+    folder = EXERCISES / name
+    if name.startswith((".", "_")) or not (folder / "exercise.toml").is_file():
+        return None
+    return load(folder)
+
+
+def tasks_in(test_module: str) -> list[int]:
+    """The task numbers the test module's `@pytest.mark.task(taskno=N)` marks name, sorted.
+
+    Read from the module's text, without running it: the tool knows which tasks to
+    report even when the tests cannot be imported at all.
+    """
+    found: set[int] = set()
+    for node in ast.walk(ast.parse(test_module)):
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "task"
+        ):
+            continue
+        # task(taskno=N), or task(N) which the plugin accepts too
+        for value in [k.value for k in node.keywords if k.arg == "taskno"] + node.args[:1]:
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                found.add(value.value)
+    return sorted(found)

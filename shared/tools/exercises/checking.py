@@ -1,0 +1,226 @@
+"""`check`: run one exercise's tests on a workspace, and judge each task.
+
+The tests run in a pytest subprocess whose working directory is the workspace and
+whose only PYTHONPATH entry is the workspace, so `import stage1_callbacks` finds the
+student's copy.  tests/exercises/conftest.py (copied into the workspace) bounds each
+test in time and writes a JSON line per test phase to a results file; this module
+reads that file, checks the recorded proof that the code under test came from the
+workspace, and groups the tests by task.  A task passes when every one of its tests
+passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shared.tools.exercises.catalog import Exercise, tasks_in
+
+# The environment variables tests/exercises/conftest.py reads: its own copy of the names.
+RESULTS_ENV = "EXERCISE_RESULTS"
+WORKSPACE_ENV = "EXERCISE_WORKSPACE"
+TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"
+DEFAULT_TIME_LIMIT = 20.0
+
+
+@dataclass
+class TaskResult:
+    """The verdict on one task: passed, or failed and the first reason why."""
+
+    number: int
+    passed: bool = True
+    reasons: list[str] = field(default_factory=list)
+    tests: int = 0
+
+    def fail(self, reason: str) -> None:
+        """Mark the task failed; the first reason is the one shown."""
+        self.passed = False
+        self.reasons.append(reason)
+
+    def line(self) -> str:
+        """The task's line of the check's output."""
+        if self.passed:
+            return f"task {self.number}: passed"
+        failed = len(self.reasons)
+        extra = f" ({failed} of {self.tests} tests failed)" if self.tests > 1 else ""
+        return f"task {self.number}: FAILED - {self.reasons[0]}{extra}"
+
+
+@dataclass
+class CheckResult:
+    """Every task's verdict, and the problems that concern no task in particular."""
+
+    tasks: list[TaskResult]
+    problems: list[str]
+
+    @property
+    def passed(self) -> bool:
+        """True exactly when there are tasks, all passed, and nothing else went wrong."""
+        return bool(self.tasks) and not self.problems and all(t.passed for t in self.tasks)
+
+
+def default_total_limit(time_limit: float) -> float:
+    """The limit of a whole check: room for a few tests that run out of time, and start-up.
+
+    A task stops at its first test that runs out of time (see the plugin), so a check
+    of a handful of tasks that all loop forever ends within a few time limits.
+    """
+    return 10 * time_limit + 60
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The JSON lines the plugin wrote; a last line cut short by a kill is left out."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def judge(
+    records: list[dict[str, Any]],
+    expected_tasks: Iterable[int],
+    exercise: Exercise,
+    workspace: Path,
+    stopped: str | None,
+) -> CheckResult:
+    """Turn the plugin's records into a verdict per task.
+
+    ``expected_tasks`` are the tasks the test module marks, read from its text, so a
+    task whose tests never ran is still reported (failed).  ``stopped`` says why the
+    run was cut short, if it was.
+    """
+    problems: list[str] = []
+    tasks = {n: TaskResult(n) for n in expected_tasks}
+    collected = [r for r in records if r["event"] == "collected"]
+    collect_errors = [r["reason"] for r in records if r["event"] == "collect-error"]
+    reports: dict[str, list[dict[str, Any]]] = {}
+    for entry in records:
+        if entry["event"] == "report":
+            reports.setdefault(entry["id"], []).append(entry)
+
+    tests = collected[-1]["tests"] if collected else []
+    unmarked = [t["id"] for t in tests if t["task"] is None]
+    if unmarked:
+        problems.append(f"tests without @pytest.mark.task(taskno=N): {', '.join(unmarked)}")
+    for test in tests:
+        if test["task"] is None:
+            continue
+        task = tasks.setdefault(test["task"], TaskResult(test["task"]))
+        task.tests += 1
+        phases = reports.get(test["id"], [])
+        failures = [p for p in phases if p["outcome"] != "passed"]
+        if failures:
+            failure = failures[0]
+            verb = "skipped" if failure["outcome"] == "skipped" else ""
+            task.fail(f"{verb}: {failure['reason']}" if verb else failure["reason"])
+        elif not any(p["when"] == "call" for p in phases):
+            task.fail(f"not run: {stopped}" if stopped else "not run")
+
+    for task in tasks.values():
+        if task.tests == 0 and task.passed:
+            if collect_errors:
+                task.fail(f"the tests could not be loaded: {collect_errors[0]}")
+            elif stopped:
+                task.fail(f"not run: {stopped}")
+            else:
+                task.fail("no test of this task ran")
+
+    # The proof: each module the exercise empties was imported, from the workspace.
+    modules = [r["files"] for r in records if r["event"] == "modules"]
+    if modules:
+        files = modules[-1]
+        root = workspace.resolve()
+        for target in exercise.replace:
+            file = files.get(target.module)
+            if file is None:
+                problems.append(
+                    f"the tests never imported {target.module}, which the exercise empties"
+                )
+            elif root not in Path(file).parents:
+                problems.append(f"{target.module} was imported from {file}, not from the workspace")
+    elif tests:
+        problems.append("no record of where the code under test was imported from")
+    return CheckResult(sorted(tasks.values(), key=lambda t: t.number), problems)
+
+
+def run_check(
+    exercise: Exercise,
+    workspace: Path,
+    time_limit: float = DEFAULT_TIME_LIMIT,
+    total_limit: float | None = None,
+    verbose: bool = False,
+) -> CheckResult:
+    """Run the exercise's tests in the workspace and judge them."""
+    workspace = workspace.resolve()
+    total = default_total_limit(time_limit) if total_limit is None else total_limit
+    test_module = workspace / exercise.tests
+    expected = tasks_in(test_module.read_text(encoding="utf-8")) if test_module.exists() else []
+    with tempfile.TemporaryDirectory(prefix="exercise-check-") as scratch:
+        results = Path(scratch) / "results.jsonl"
+        env = dict(os.environ)
+        env.update(
+            {
+                "PYTHONPATH": str(workspace),  # the workspace and nothing else: its code wins
+                "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ left in the workspace
+                RESULTS_ENV: str(results),
+                WORKSPACE_ENV: str(workspace),
+                TIME_LIMIT_ENV: f"{time_limit:g}",
+            }
+        )
+        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", exercise.tests]
+        argv += ["-v", "--tb=short"] if verbose else ["-q", "--tb=no", "--no-header"]
+        stopped, output = _run(argv, workspace, env, total, capture=not verbose)
+        records = read_records(results)
+    result = judge(records, expected, exercise, workspace, stopped)
+    if not records and output.strip():
+        # pytest stopped before the plugin could write anything: its own words say why.
+        tail = [line for line in output.splitlines() if line.strip()][-3:]
+        result.problems.append("pytest said: " + " | ".join(tail))
+    return result
+
+
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str], limit: float, capture: bool
+) -> tuple[str | None, str]:
+    """Run pytest with an outer time limit; return why it was stopped (or None) and its output.
+
+    The child leads a process group of its own, so that a kill on time takes whatever
+    it started (a server, a crawler) with it.
+    """
+    posix = os.name == "posix"
+    pipe = subprocess.PIPE if capture else None
+    started = time.monotonic()
+    with subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=pipe,
+        stderr=subprocess.STDOUT if capture else None,
+        text=True,
+        start_new_session=posix,
+    ) as proc:
+        try:
+            output, _ = proc.communicate(timeout=limit)
+            return None, output or ""
+        except subprocess.TimeoutExpired:
+            if posix:
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+            output, _ = proc.communicate()
+            spent = time.monotonic() - started
+            return f"the whole check was stopped after {spent:.0f} s", output or ""

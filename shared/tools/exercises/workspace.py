@@ -1,0 +1,200 @@
+"""Workspaces: a copy of the code with an exercise's functions emptied, and what `solve` does to it.
+
+A workspace holds the crawlers' code (shared/ and the three stages), pyproject.toml
+(pytest's settings), the tests that judge the exercise with the conftest files they
+rely on, the exercise's README as INSTRUCTIONS.md, and a marker file, `.exercise.json`,
+that names the exercise and counts the hints shown.  The reference solution is never
+copied: `solve` takes it from the repository's files when asked.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from shared.tools.exercises.bodies import BodyError, body_text, empty_functions, put_bodies
+from shared.tools.exercises.catalog import ROOT, Exercise
+
+MARKER = ".exercise.json"
+PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
+SHARED_FILES = ("pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py")
+BACKUP = ".before-solve"  # where solve keeps the files it changed, as they were
+#: Where workspaces go by default, and the hint counts of exercises without one.
+OUT = ROOT / "out" / "exercises"
+HINTS = ".hints.json"
+
+
+class WorkspaceError(Exception):
+    """A folder that cannot be, or is not, the workspace asked for."""
+
+
+def default_workspace(name: str) -> Path:
+    """Where `start NAME` puts the workspace when not told otherwise."""
+    return OUT / name
+
+
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    """The marker of the workspace in ``folder``, or None if it is not a workspace."""
+    try:
+        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("exercise"), str) else None
+
+
+def write_marker(folder: Path, data: dict[str, Any]) -> None:
+    """Write the workspace's marker file."""
+    (folder / MARKER).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def stub_message(exercise: Exercise, qualname: str) -> str:
+    """The NotImplementedError message an emptied function raises."""
+    return f"exercise {exercise.name}: write {qualname} (see INSTRUCTIONS.md)"
+
+
+def emptied(exercise: Exercise) -> dict[str, str]:
+    """The new text of each file the exercise changes, by path: its functions emptied.
+
+    Raises BodyError (or SyntaxError) if the exercise names a function that the
+    repository's code does not define, before anything is copied.
+    """
+    by_file: dict[str, list[str]] = {}
+    for target in exercise.replace:
+        by_file.setdefault(target.path, []).append(target.qualname)
+    texts = {}
+    for path, names in by_file.items():
+        text = (ROOT / path).read_text(encoding="utf-8")
+        messages = {name: stub_message(exercise, name) for name in names}
+        try:
+            texts[path] = empty_functions(text, names, messages)
+        except BodyError as error:
+            raise BodyError(f"exercise {exercise.name}: {path}: {error}") from None
+    return texts
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    """What the copy leaves out: caches, and the exercises themselves (hints, this tool)."""
+    left_out = {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
+    if Path(folder).resolve() == ROOT / "shared" / "tools":
+        left_out.add("exercises")
+    return left_out
+
+
+def start(exercise: Exercise, folder: Path, force: bool = False) -> Path:
+    """Make the exercise's workspace in ``folder``; return it.
+
+    An existing workspace is replaced only with ``force``; a folder that holds
+    anything else is never touched.
+    """
+    folder = folder.resolve()
+    texts = emptied(exercise)  # first: a broken exercise leaves no half-made workspace
+    if folder.exists():
+        if read_marker(folder) is not None:
+            if not force:
+                raise WorkspaceError(
+                    f"{folder} is already a workspace: check it, or start again with --force "
+                    "(which throws away what is in it)"
+                )
+            shutil.rmtree(folder)
+        elif not folder.is_dir() or any(folder.iterdir()):
+            raise WorkspaceError(
+                f"{folder} exists and is not a workspace: choose a new or empty folder"
+            )
+    folder.mkdir(parents=True, exist_ok=True)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, folder / package, ignore=_ignore, dirs_exist_ok=True)
+    for path in [*SHARED_FILES, exercise.tests, *exercise.support]:
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / path, folder / path)
+    for path, text in texts.items():
+        (folder / path).write_bytes(text.encode("utf-8"))
+    shutil.copyfile(exercise.instructions, folder / "INSTRUCTIONS.md")
+    write_marker(folder, {"exercise": exercise.name, "hints_shown": 0})
+    return folder
+
+
+def require_workspace(exercise: Exercise, folder: Path, how_to_start: str) -> None:
+    """Raise WorkspaceError, saying what to run first, unless ``folder`` is the exercise's."""
+    marker = read_marker(folder)
+    if marker is None:
+        raise WorkspaceError(f"{folder} is not a workspace: run `{how_to_start}` first")
+    if marker["exercise"] != exercise.name:
+        raise WorkspaceError(
+            f"{folder} is the workspace of {marker['exercise']}, not of {exercise.name}: "
+            f"run `{how_to_start}` first"
+        )
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += "\n"  # so the diff's last line does not run into the next header
+    return lines
+
+
+def solve(exercise: Exercise, folder: Path) -> tuple[str, list[str]]:
+    """Put the reference bodies into the workspace; return a unified diff and notes.
+
+    Only the exercise's functions change, and each takes the body it has in the
+    repository's current file.  A file the workspace can no longer parse (or in
+    which a function has gone) is replaced whole by the repository's, and a note
+    says so.  Every changed file is first saved under .before-solve/.
+    """
+    by_file: dict[str, list[str]] = {}
+    for target in exercise.replace:
+        by_file.setdefault(target.path, []).append(target.qualname)
+    diffs: list[str] = []
+    notes: list[str] = []
+    for path, names in by_file.items():
+        reference = (ROOT / path).read_text(encoding="utf-8")
+        mine = folder / path
+        before = mine.read_text(encoding="utf-8") if mine.exists() else ""
+        try:
+            after = put_bodies(before, {name: body_text(reference, name) for name in names})
+        except (SyntaxError, BodyError) as error:
+            notes.append(f"{path}: {error}; the repository's whole file replaces it")
+            after = reference
+        if after == before:
+            continue
+        if mine.exists():
+            backup = folder / BACKUP / path
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(mine, backup)
+        mine.write_bytes(after.encode("utf-8"))
+        diff = difflib.unified_diff(_lines(before), _lines(after), f"a/{path}", f"b/{path}")
+        diffs.append("".join(diff))
+    return "".join(diffs), notes
+
+
+def hints_shown(exercise: Exercise) -> int:
+    """How many of the exercise's hints were shown so far."""
+    marker = read_marker(default_workspace(exercise.name))
+    if marker is not None and marker["exercise"] == exercise.name:
+        count = marker.get("hints_shown", 0)
+    else:
+        count = _hints_file().get(exercise.name, 0)
+    return count if isinstance(count, int) else 0
+
+
+def set_hints_shown(exercise: Exercise, count: int) -> None:
+    """Remember how many hints were shown: in the default workspace, or else in out/exercises/."""
+    folder = default_workspace(exercise.name)
+    marker = read_marker(folder)
+    if marker is not None and marker["exercise"] == exercise.name:
+        write_marker(folder, {**marker, "hints_shown": count})
+        return
+    counts = _hints_file()
+    counts[exercise.name] = count
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / HINTS).write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
+
+
+def _hints_file() -> dict[str, Any]:
+    try:
+        data = json.loads((OUT / HINTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,161 @@
+"""``python -m shared.tools.show STAGE|all``: record a crawl of the built-in site, write the page.
+
+The crawl options are the stages' own (shared/cli.py), with other defaults: a 6-page
+site, two tasks, 0.1 s per answer, robots.txt ignored, so that a class can follow every
+step.  ``--full-site`` crawls the default test site instead (about 390 URLs, traps and
+all).  The page goes to out/show-STAGE.html, opens in the browser when there is one, and
+``--screenshot`` also takes a picture of it with headless Chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+import webbrowser
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from shared.cli import configure_logging, parse_args
+from shared.tools.show.page import TITLES, crawl_data, interesting_step, write
+from shared.tools.show.record import recording
+
+STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
+#: The crawl the page shows unless told otherwise: small enough to follow step by step.
+DEFAULTS = ["--site-pages", "6", "--max-tasks", "2", "--site-latency", "0.1", "--ignore-robots"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The options of the page itself; the rest are crawl options, as for any stage."""
+    parser = argparse.ArgumentParser(
+        prog="nox -s show --",
+        description="Record every step of a crawl of the built-in test site and write a "
+        "page that steps through it.",
+        epilog="Any other option is a crawl option, as for the stages (--max-tasks N, "
+        "--site-pages N, --site-latency S, ...); the defaults here: " + " ".join(DEFAULTS),
+    )
+    parser.add_argument(
+        "stage", choices=[*STAGES, "all"], help="one stage, or all three on one time axis"
+    )
+    parser.add_argument("--out", metavar="PATH", help="the page (out/show-STAGE.html)")
+    parser.add_argument(
+        "--full-site",
+        action="store_true",
+        help="crawl the default test site (about 390 URLs, traps and all), not a 6-page one",
+    )
+    parser.add_argument(
+        "--obey-robots", action="store_true", help="fetch and obey robots.txt, as crawls do"
+    )
+    parser.add_argument(
+        "--screenshot",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="also a PNG of the page, by headless Chromium (out/show-STAGE.png)",
+    )
+    parser.add_argument(
+        "--step", type=int, metavar="N", help="the step the screenshot shows (a busy one)"
+    )
+    parser.add_argument("--no-open", action="store_true", help="do not open a browser")
+    return parser
+
+
+def crawl_arguments(own: argparse.Namespace, rest: list[str]) -> list[str]:
+    """The stage command line the crawl runs with: our defaults, then what was asked."""
+    defaults = list(DEFAULTS)
+    if own.full_site:
+        defaults[0:2] = []
+    if own.obey_robots:
+        defaults.remove("--ignore-robots")
+    return [*defaults, *rest]
+
+
+def merged_position(crawls: list[dict[str, Any]], index: int, step: int) -> int:
+    """Where a crawl's step comes among all the crawls' steps in time order, as on the page.
+
+    The page merges the crawls' steps by time, a tie going to the crawl listed first.
+    """
+    t = crawls[index]["steps"]["t"][step]
+    before = step
+    for other, crawl in enumerate(crawls):
+        if other != index:
+            times = crawl["steps"]["t"]
+            before += bisect_right(times, t) if other < index else bisect_left(times, t)
+    return before
+
+
+def can_open_browser() -> bool:
+    """Tell whether a browser could show the page here: not on CI, not without a display."""
+    if os.environ.get("CI"):
+        return False
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    parser = build_parser()
+    own, rest = parser.parse_known_args(argv)
+    args, options = parse_args("nox -s show -- STAGE", crawl_arguments(own, rest))
+    if args.roots:
+        parser.error(f"show crawls the built-in test site only, not {' '.join(args.roots)}")
+    configure_logging(args.verbose, args.quiet)
+    options = replace(options, progress=False)  # the progress line would mix with the trace
+    packages = list(STAGES.values()) if own.stage == "all" else [STAGES[own.stage]]
+    out = Path(own.out or f"out/show-{own.stage}.html")
+
+    from shared.testsite import Site, serve  # aiohttp.web: only once we crawl
+
+    pages = args.site_pages
+    site = Site(latency=args.site_latency)
+    if pages is not None:
+        site = Site(pages, traps=False, latency=args.site_latency)
+    crawls = []
+    with serve(site) as base_url:
+        for package in packages:
+            site.reset()  # the flaky page fails again: the same crawl each time
+            began = time.monotonic()
+            with recording(package, sys.stderr if args.trace else None) as recorder:
+                result = importlib.import_module(package).crawl([base_url], options)
+            seconds = time.monotonic() - began
+            if recorder.errors:
+                print(recorder.errors[0], file=sys.stderr)
+                print(f"recording {package} failed {len(recorder.errors)} time(s)", file=sys.stderr)
+                return 1
+            note = f"{len(result.fetches)} URLs, {len(recorder.steps)} steps, {seconds:.2f} s"
+            if result.interrupted:  # Ctrl-C: the page shows the crawl as far as it went
+                note += ", interrupted"
+            crawls.append(crawl_data(recorder, note))
+            print(f"{TITLES[package]}: {note}", file=sys.stderr)
+    site_text = "the default test site" if pages is None else f"a {pages}-page site"
+    heading = " \u00b7 ".join(
+        [
+            "all three stages" if own.stage == "all" else TITLES[packages[0]],
+            f"{site_text}, {args.site_latency:g} s per answer",
+            f"--max-tasks {options.max_tasks}",
+            *(["--ignore-robots"] if options.ignore_robots else []),
+        ]
+    )
+    size = write(out, crawls, heading)
+    print(f"wrote {out} ({size / 1024:.0f} KiB)", file=sys.stderr)
+    if own.screenshot is not None:
+        from shared.tools.show.browser import missing, screenshot
+
+        if reason := missing():
+            print(f"no screenshot: {reason}", file=sys.stderr)
+            return 2
+        picture = Path(own.screenshot or out.with_suffix(".png"))
+        middle = len(crawls) // 2  # with all three: stage 2, the one with most to show
+        step = own.step or merged_position(crawls, middle, interesting_step(crawls[middle])) + 1
+        screenshot(out, picture, step)
+        print(f"wrote {picture}", file=sys.stderr)
+    if not own.no_open and can_open_browser() and webbrowser.open(out.resolve().as_uri()):
+        return 0
+    print(out.resolve())
+    return 0

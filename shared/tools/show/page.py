@@ -1,0 +1,212 @@
+"""Turn recorded crawls into one self-contained HTML page: data, script and style inline.
+
+The page loads nothing (a Content-Security-Policy forbids it), so it opens from disk
+and works offline.  A crawl of the default site takes thousands of steps, so the data
+is kept compact: texts are stored once in a table and referred to by number, and the
+steps are columns of numbers rather than a list of objects.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from shared.tools.show.record import KINDS, ROOT, Recorder
+
+#: Stage packages and how the page names them.
+TITLES = {
+    "stage1_callbacks": "stage 1: callbacks",
+    "stage2_generators": "stage 2: generators",
+    "stage3_asyncio": "stage 3: asyncio",
+}
+
+
+class Strings:
+    """A table of texts, each stored once; a text is referred to by its index."""
+
+    def __init__(self) -> None:
+        """Start with an empty table."""
+        self.table: list[str] = []
+        self._index: dict[str, int] = {}
+
+    def __call__(self, text: str | None) -> int:
+        """The index of ``text`` (-1 for None), added on first use."""
+        if text is None:
+            return -1
+        index = self._index.get(text)
+        if index is None:
+            index = self._index[text] = len(self.table)
+            self.table.append(text)
+        return index
+
+
+@dataclass
+class Wait:
+    """An actor waiting: from the step that paused it to the step that resumed it."""
+
+    actor: int
+    begin: int  # step index
+    end: int  # step index
+    kind: int  # index into KINDS
+    label: str
+
+
+def waits(recorder: Recorder) -> list[Wait]:
+    """Pair each actor's steps: between two of them, it waited for what the second says."""
+    found = []
+    last: dict[int, int] = {}  # actor -> index of its latest step
+    for index, step in enumerate(recorder.steps):
+        before = last.get(step.actor)
+        if before is not None:
+            kind, label = step.waited or (0, "a future (never seen waiting)")
+            found.append(Wait(step.actor, before, index, kind, label))
+        last[step.actor] = index
+    return found
+
+
+def why(recorder: Recorder, index: int) -> str:
+    """Say why a step ran: what its actor waited for is done, or it is a first step."""
+    step = recorder.steps[index]
+    if recorder.package == "stage1_callbacks":
+        return f"{step.detail}: the loop runs the callback registered for it"
+    if step.first:
+        return "a new task: its first step was scheduled when it was created"
+    waited = step.waited[1] if step.waited else "a future"
+    if recorder.package == "stage2_generators":
+        return f"it waited for {waited}; the Task resumes its coroutine with {step.detail}"
+    return f"it waited for {waited}; asyncio's Task resumes the coroutine"
+
+
+def rows(recorder: Recorder) -> tuple[list[str], list[int]]:
+    """Lay the actors out in rows: one per actor, but actors that never overlap in time
+    and share a name (the Fetchers of stage 1, stage 2's ``request`` tasks) share a row,
+    so a crawl of hundreds of URLs takes a few rows, not hundreds.
+
+    Return the rows' labels and each actor's row (-1 for an actor that never ran).
+    """
+    spans: dict[int, list[int]] = {}
+    for index, step in enumerate(recorder.steps):
+        spans.setdefault(step.actor, [index, index])[1] = index
+    labels: list[str] = []
+    free_after: list[int] = []  # per row: the last step of the actor in it
+    row_of = [-1] * len(recorder.actors)
+    for actor, (first, last) in sorted(spans.items(), key=lambda item: item[1][0]):
+        name = recorder.actors[actor].name
+        row = next(
+            (r for r, label in enumerate(labels) if label == name and free_after[r] < first),
+            None,
+        )
+        if row is None:
+            row = len(labels)
+            labels.append(name)
+            free_after.append(last)
+        free_after[row] = last
+        row_of[actor] = row
+    return labels, row_of
+
+
+def crawl_data(recorder: Recorder, note: str = "") -> dict[str, Any]:
+    """The page's data for one recorded crawl, compact (see the module's docstring)."""
+    text = Strings()
+    files: list[str] = []  # paths of the embedded sources, in the order frames use them
+
+    def file_index(path: str) -> int:
+        if path not in files:
+            if not (ROOT / path).is_file() or not path.startswith(recorder.package + "/"):
+                return -1  # only the stage's own files are shown
+            files.append(path)
+        return files.index(path)
+
+    chains: list[list[list[int]]] = []
+    chain_ids: dict[tuple[Any, ...], int] = {}
+    # The sockets and the waits, stored once for all the steps that see the same; the
+    # counts (ready, timers, the next one due) change at nearly every step: columns.
+    states: list[list[list[list[Any]]]] = []  # per state: its sockets, its waits
+    state_ids: dict[tuple[Any, ...], int] = {}
+    names = ("t", "a", "what", "url", "why", "fr", "st", "ready", "timers", "next")
+    columns: dict[str, list[int]] = {name: [] for name in names}
+    for index, step in enumerate(recorder.steps):
+        chain = chain_ids.get(step.frames)
+        if chain is None:
+            chain = chain_ids[step.frames] = len(chains)
+            chains.append(
+                [[text(name), file_index(path), line, end] for name, path, line, end in step.frames]
+            )
+        state = recorder.states[step.state]
+        seen = state_ids.get((state.sockets, state.waits))
+        if seen is None:
+            seen = state_ids[(state.sockets, state.waits)] = len(states)
+            states.append(
+                [
+                    [[fd, mode, actor, text(name)] for fd, mode, actor, name in state.sockets],
+                    [[actor, kind, text(label)] for actor, kind, label in state.waits],
+                ]
+            )
+        columns["t"].append(round(step.t * 1e6))  # microseconds: integers are short in JSON
+        columns["a"].append(step.actor)
+        columns["what"].append(text(step.what))
+        columns["url"].append(text(step.url))
+        columns["why"].append(text(why(recorder, index)))
+        columns["fr"].append(chain)
+        columns["st"].append(seen)
+        columns["ready"].append(state.ready)
+        columns["timers"].append(state.timers)
+        columns["next"].append(state.next_timer_ms)
+    labels, row_of = rows(recorder)
+    flat_waits: list[int] = []
+    for wait in waits(recorder):
+        flat_waits += [wait.actor, wait.begin, wait.end, wait.kind, text(wait.label)]
+    actors = [[text(a.name), text(a.detail), row_of[i]] for i, a in enumerate(recorder.actors)]
+    return {
+        "stage": recorder.package,
+        "title": TITLES.get(recorder.package, recorder.package),
+        "note": note,
+        "steps": columns,
+        "chains": chains,
+        "states": states,
+        "waits": flat_waits,
+        "actors": actors,
+        "rows": [text(label) for label in labels],
+        "files": [[path, (ROOT / path).read_text(encoding="utf-8")] for path in files],
+        "strings": text.table,
+    }
+
+
+def interesting_step(crawl: dict[str, Any]) -> int:
+    """A step worth a picture: the first at which the most actors wait for sockets, and
+    among those, one deep in a chain of frames."""
+    steps, states, chains = crawl["steps"], crawl["states"], crawl["chains"]
+    best, chosen = (-1, -1), 0
+    for index, state in enumerate(steps["st"]):
+        on_sockets = sum(1 for _, kind, _ in states[state][1] if kind in (1, 2))
+        score = (on_sockets, len(chains[steps["fr"][index]]))
+        if score > best:
+            best, chosen = score, index
+    return chosen
+
+
+def render(crawls: list[dict[str, Any]], heading: str) -> str:
+    """The whole page, as one string of HTML."""
+    assets = resources.files("shared.tools.show")
+    template = (assets / "page.html").read_text(encoding="utf-8")
+    data = {"kinds": KINDS, "heading": heading, "crawls": crawls}
+    # "<" escaped everywhere, so that no text in the data can end the <script> element.
+    payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+    return (
+        template.replace("{{title}}", html.escape(heading))
+        .replace("{{style}}", (assets / "page.css").read_text(encoding="utf-8"))
+        .replace("{{script}}", (assets / "page.js").read_text(encoding="utf-8"))
+        .replace("{{data}}", payload)
+    )
+
+
+def write(path: Path, crawls: list[dict[str, Any]], heading: str) -> int:
+    """Write the page to ``path`` (its folder is made); return its size in bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    page = render(crawls, heading).encode("utf-8")
+    path.write_bytes(page)
+    return len(page)
