@@ -345,10 +345,14 @@ def test_ctrl_c_lands_where_the_page_says() -> None:
 # --- tables ------------------------------------------------------------------------------------
 
 
-def test_the_benchmark_table_is_what_bench_markdown_prints() -> None:
+RESULTS = BENCH.parent / "RESULTS.md"
+
+
+@pytest.mark.parametrize("page", [BENCH, RESULTS], ids=lambda page: page.name)
+def test_the_benchmark_table_is_what_bench_markdown_prints(page: Path) -> None:
     doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
     table = markdown(doc)
-    assert table.strip() in read(BENCH), "paste `python -m shared.tools.bench.bench --markdown`"
+    assert table.strip() in read(page), "paste `python -m shared.tools.bench.bench --markdown`"
 
 
 def test_the_s2_cpu_figures_in_the_prose_are_the_tables() -> None:
@@ -363,9 +367,10 @@ def test_the_s2_cpu_figures_in_the_prose_are_the_tables() -> None:
     assert f"{work} against the {bound[1]} s the latency asks for" in page
 
 
-def test_the_compare_table_holds_what_the_code_says_today() -> None:
+@pytest.mark.parametrize("page", [BENCH, RESULTS], ids=lambda page: page.name)
+def test_the_compare_table_holds_what_the_code_says_today(page: Path) -> None:
     """Time, rate, queue and memory are one run's; the rest is held to the code."""
-    text = read(BENCH)
+    text = read(page)
     (block,) = [b for b in fenced_blocks(text) if b.startswith("crawler ")]
     doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
     kib = kib_per_fetch(doc)
@@ -496,3 +501,37 @@ def test_the_quiz_asks_about_every_lab_and_every_question_has_its_answer() -> No
     assert numbered == [n for n, _, _ in questions]
     for answer in re.split(r"^\d+\. ", answers, flags=re.MULTILINE)[1:]:
         assert " ".join(answer.split()[:6]) not in " ".join(quiz.split()), "an answer in the quiz"
+
+
+def test_an_unverified_certificate_reads_as_the_real_web_page_says(tmp_path: Path) -> None:
+    from shared.testsite import serve
+    from shared.testsite.tls import local_tls
+
+    page = read(ROOT / "shared" / "REAL_WEB.md")
+    (shown,) = [b.strip() for b in fenced_blocks(page) if "CERTIFICATE_VERIFY_FAILED" in b]
+    with serve(Site(pages=2, traps=False), tls=local_tls(str(tmp_path))) as base_url:
+        done = run(["-m", "stage1_callbacks", base_url, "--ignore-robots", "-q"])
+    assert done.returncode == 0, done.stderr
+    (printed,) = [line for line in done.stdout.splitlines() if "CERTIFICATE_VERIFY" in line]
+
+    def same(line: str) -> str:  # the port, and the line of CPython's C source, aside
+        return re.sub(r"_ssl\.c:\d+", "_ssl.c:N", PORT.sub("127.0.0.1:PORT", line.strip()))
+
+    assert same(shown) == same(printed), "paste this instead:\n" + printed.strip()
+
+
+def test_the_layout_names_what_is_there_and_every_module_of_shared() -> None:
+    text = read(README)
+    (block,) = [b for b in fenced_blocks(text[text.index("## Layout") :]) if "shared/" in b]
+    named = set()
+    for line in block.splitlines():
+        found = re.match(r"^( {0,4})([\w-]+(?:/|\.\w+))\s", line + " ")
+        if not found or found[2] == "out/":  # out/ is made on first use
+            continue
+        parent = [ROOT, ROOT / "shared", ROOT / "shared" / "tools"][len(found[1]) // 2]
+        path = parent / found[2].rstrip("/")
+        assert path.exists(), f"the layout names {path.relative_to(ROOT)}, which is not there"
+        named.add(path)
+    modules = {p for p in (ROOT / "shared").glob("*.py") if p.name != "__init__.py"}
+    assert not modules - named, f"modules of shared/ missing from the layout: {modules - named}"
+    assert len(named) >= 25
