@@ -313,7 +313,14 @@ def test_each_line_of_the_documented_traces_is_one_the_trace_prints(package: str
         done = run(["-m", package, *noxfile_list("demo")])
         assert done.returncode == 0, done.stderr
         printed = trace_steps(done.stderr)
-        missing = [step for step in shown if step not in printed]
+        # A sock_recv step is taken only when the answer was not in yet (the page says so):
+        # where this run has none for that URL, there is nothing to compare it with.
+        received = {url for _, what, url in printed if ">sock_recv>" in what}
+        missing = [
+            step
+            for step in shown
+            if step not in printed and (">sock_recv>" not in step[1] or step[2] in received)
+        ]
         if not missing and shown[0] == printed[0]:
             return
     pytest.fail(f"lines the trace no longer prints: {missing}\nit printed: {printed}")
