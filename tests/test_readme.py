@@ -326,6 +326,16 @@ def test_each_line_of_the_documented_traces_is_one_the_trace_prints(package: str
     pytest.fail(f"lines the trace no longer prints: {missing}\nit printed: {printed}")
 
 
+def test_stage_3s_trace_reads_as_the_page_says() -> None:
+    text = read(SHOW)
+    assert "(`worker-0 work started`" in text and "(`work>fetch>request resumed`)" in text
+    done = run(["-m", "stage3_asyncio", *noxfile_list("demo")])
+    assert done.returncode == 0, done.stderr
+    printed = trace_steps(done.stderr)
+    assert ("worker-0", "work started", "-") in printed
+    assert [s for s in printed if s[1] == "work>fetch>request resumed" and s[2] != "-"]
+
+
 def test_ctrl_c_lands_where_the_page_says() -> None:
     text = read(SHOW)
     command = "nox -s trace -- stage1 --site-pages 60 --site-latency 0.2"
