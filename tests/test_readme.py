@@ -39,6 +39,7 @@ README = ROOT / "README.md"
 SHOW = ROOT / "shared" / "tools" / "show" / "README.md"
 BENCH = ROOT / "shared" / "tools" / "bench" / "README.md"
 CLI = ROOT / "shared" / "CLI.md"
+STAGE_PACKAGES = ["stage1_callbacks", "stage2_generators", "stage3_asyncio"]
 BOUND_S = 60  # far above any run here: only a hang ever reaches it
 # A reference looks like `stage1_callbacks/loop.py:EventLoop.run_once` (the name is optional).
 REFERENCE = re.compile(r"`([\w/]+\.py)(?::([\w.]+))?`")
@@ -552,3 +553,29 @@ def test_the_layout_names_what_is_there_and_every_module_of_shared() -> None:
     modules = {p for p in (ROOT / "shared").glob("*.py") if p.name != "__init__.py"}
     assert not modules - named, f"modules of shared/ missing from the layout: {modules - named}"
     assert len(named) >= 25
+
+
+@pytest.mark.parametrize(("exercise", "function"), [("per-host", "host_slot"), ("delay", "polite")])
+def test_what_each_style_costs_counts_each_stages_function_as_the_book_does(
+    exercise: str, function: str
+) -> None:
+    """The exercise's table of lines: the function's own count is the code's; the sums add up."""
+    text = read(EXERCISES / exercise / "README.md")
+    section = text[text.index("## What each style costs") :]
+    rows = re.findall(r"^\| (\d), \w+ \| (\d+) \| (\d+)[:|][^\n]*\| (\d+) \|$", section, re.M)
+    assert [row[0] for row in rows] == ["1", "2", "3"], "a row per stage"
+    for (stage, own, elsewhere, total), package in zip(rows, STAGE_PACKAGES, strict=True):
+        source = ROOT / package / "crawler.py"
+        lines = read(source).splitlines()
+        (node,) = [
+            node
+            for node in ast.walk(ast.parse("\n".join(lines)))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function
+        ]
+        counted = sum(
+            1
+            for line in lines[node.lineno - 1 : node.end_lineno]
+            if line.strip() and not line.strip().startswith("#")
+        )
+        assert int(own) == counted, f"stage {stage}'s {function} counts {counted} lines"
+        assert int(own) + int(elsewhere) == int(total), f"stage {stage}: the sum"
