@@ -48,8 +48,11 @@ from stage2_generators.tasks import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = ROOT / "shared" / "tools" / "exercises" / "labs"
+# What a correct run shows, and why: kept apart from the guides, out of students' sight.
+ANSWERS = ROOT / "shared" / "tools" / "exercises" / "teachers" / "labs.md"
 BOUND_S = 30  # far above any run here: only a hang ever reaches it
-PARTS = ["## Break it", "## Predict", "## Run", "## What you see", "## Why", "## Undo"]
+PARTS = ["## Break it", "## Predict", "## Run", "## Afterwards", "## Undo"]
+ANSWER_PARTS = ["**In short.**", "### What you see", "### Why"]
 
 
 # --- reading a guide ----------------------------------------------------------------------
@@ -63,6 +66,12 @@ def guide(name: str) -> str:
 def guides() -> list[Path]:
     """Every lab guide, in order: NN-name.md."""
     return sorted(LABS.glob("[0-9][0-9]-*.md"))
+
+
+def answer(name: str) -> str:
+    """The teachers' answer to one lab: the section of ANSWERS headed by the guide's title."""
+    title = guide(name).splitlines()[0].removeprefix("# ")
+    return section(ANSWERS.read_text(encoding="utf-8"), f"## {title}")
 
 
 def blocks(text: str, language: str) -> list[str]:
@@ -302,12 +311,10 @@ def test_there_are_the_labs_the_index_lists() -> None:
     index = (LABS / "README.md").read_text("utf-8")
     linked = re.findall(r"\]\((\d\d-[\w-]+\.md)\)", index)
     assert sorted(set(linked)) == names, "every guide in the index's table, and no other"
-    # Each lab's symptom is folded away in the index, behind "Predict first".
-    hidden = re.findall(
-        r"<details><summary>Predict first[^<]*</summary>\n(.+?)</details>", index, re.S
-    )
-    assert len(hidden) == len(names)
-    assert all(len(symptom.split()) >= 20 for symptom in hidden)
+    # The answers are in the teachers' folder, one section per guide, in the same order.
+    titles = re.findall(r"^## (.+)$", ANSWERS.read_text("utf-8"), re.MULTILINE)
+    assert titles == [path.read_text("utf-8").splitlines()[0][2:] for path in guides()]
+    assert "<details>" not in index and "In short" not in index, "no answer in the index"
 
 
 @pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
@@ -316,8 +323,19 @@ def test_every_guide_has_the_six_parts_in_order(path: Path) -> None:
     places = [text.find(heading + "\n") for heading in PARTS]
     assert -1 not in places, [h for h, at in zip(PARTS, places, strict=True) if at == -1]
     assert places == sorted(places)
-    assert "<details>" in section(text, "## What you see"), "the symptom is folded away"
+    # A fold hides nothing in a terminal: the answer is not in the guide at all.
+    assert "## What you see" not in text and "## Why" not in text and "<details>" not in text
+    assert "../teachers/labs.md" in section(text, "## Afterwards")
     assert commands(text)
+
+
+@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
+def test_every_lab_has_its_answer_in_the_teachers_folder(path: Path) -> None:
+    text = answer(path.name)
+    places = [text.find(part) for part in ANSWER_PARTS]
+    assert -1 not in places and places == sorted(places), places
+    short = text[places[0] : places[1]].removeprefix(ANSWER_PARTS[0])
+    assert len(short.split()) >= 20, "the short answer says what happens, in a few sentences"
 
 
 @pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
@@ -569,7 +587,7 @@ def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
 def test_lab5_the_guides_script_prints_what_the_guide_says(tmp_path: Path) -> None:
     text = guide("05-cancel-one-waiter.md")
     (script,) = blocks(text, "python")
-    (output,) = blocks(section(text, "## What you see"), "text")
+    (output,) = blocks(answer("05-cancel-one-waiter.md"), "text")
     (command,) = commands(text)
     path = tmp_path / Path(command[0]).name
     path.write_text(script, "utf-8")

@@ -1,20 +1,181 @@
-"""The README must say true things: code its map names exists, its count of the site is right."""
+"""The pages must say true things: what they link exists, what they show is what runs today.
+
+README.md is the entry; the rest sits beside what it describes (shared/CLI.md,
+shared/tools/show/README.md, shared/tools/bench/README.md, ...).  These tests hold every
+page to the repository:
+
+- every relative link leads to a file or folder, and every ``#anchor`` to a heading;
+- the code the ideas table names exists;
+- every sample of output a page shows (a traceback, a trace, a table, a count of lines
+  or of URLs, the command line's options, the JSON's fields) is what the command prints
+  today.  When the code moves, a test here fails and prints what to paste instead.
+"""
 
 from __future__ import annotations
 
 import ast
+import itertools
+import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from shared.cli import build_parser
 from shared.testsite import Site
+from shared.tools.bench.bench import COMMITTED_JSON, markdown
+from shared.tools.bench.compare import Row, format_table
+from shared.tools.bench.figures import kib_per_fetch
+from shared.tools.bench.measure import CRAWLERS, count_lines
 
 ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+SHOW = ROOT / "shared" / "tools" / "show" / "README.md"
+BENCH = ROOT / "shared" / "tools" / "bench" / "README.md"
+CLI = ROOT / "shared" / "CLI.md"
+STAGE_PACKAGES = ["stage1_callbacks", "stage2_generators", "stage3_asyncio"]
+BOUND_S = 60  # far above any run here: only a hang ever reaches it
 # A reference looks like `stage1_callbacks/loop.py:EventLoop.run_once` (the name is optional).
 REFERENCE = re.compile(r"`([\w/]+\.py)(?::([\w.]+))?`")
+# Pages that are linked before they are written: each must still be missing (a test says
+# so), so that the day one is written, it comes off this list and its links are checked.
+LINKED_BEFORE_WRITTEN = {"shared/SETUP.md", "shared/tools/exercises/GRADING.md"}
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def pages() -> list[Path]:
+    """Every markdown page of the repository that git knows of, the untracked ones too."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [ROOT / name for name in listed if (ROOT / name).is_file()]
+
+
+def fenced_blocks(text: str) -> list[str]:
+    """The text of each fenced code block (```...```), in order."""
+    return re.findall(r"^```[^\n]*\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+
+
+def prose(text: str) -> str:
+    """A page without its code: fenced blocks and `inline code` hold no links."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return re.sub(r"`[^`\n]*`", "", text)
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as dashes."""
+    text = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading.strip()).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors of a page's headings, numbered as GitHub numbers repeated ones."""
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", prose_keep_code_text(text), re.MULTILINE):
+        base, n = slug(heading), 0
+        name = base
+        while name in found:
+            n += 1
+            name = f"{base}-{n}"
+        found.add(name)
+    return found
+
+
+def prose_keep_code_text(text: str) -> str:
+    """A page without its fenced blocks (a `# comment` in a shell block is no heading)."""
+    return re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+
+
+def links(text: str) -> list[str]:
+    """The targets of a page's markdown links and images, outside code."""
+    return re.findall(r"\]\(([^)\s]+)\)", prose(text))
+
+
+# --- links ---------------------------------------------------------------------------------
+
+
+def broken_links(page: Path) -> list[str]:
+    """The relative links of one page that lead nowhere, or to an anchor that is not there."""
+    broken = []
+    for target in links(read(page)):
+        if re.match(r"^[a-z]+:", target):  # https:, mailto:: not ours to check here
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        name = dest.relative_to(ROOT).as_posix() if dest.is_relative_to(ROOT) else str(dest)
+        if name in LINKED_BEFORE_WRITTEN and not dest.exists():
+            continue
+        if not dest.exists():
+            broken.append(f"{target} (no such file)")
+        elif anchor and (dest.is_dir() or anchor not in anchors(read(dest))):
+            broken.append(f"{target} (no heading with that anchor)")
+    return broken
+
+
+def test_every_relative_link_and_anchor_in_every_page_leads_somewhere() -> None:
+    checked = pages()
+    assert {README, SHOW, BENCH, CLI} <= set(checked)
+    broken = {str(p.relative_to(ROOT)): b for p in checked if (b := broken_links(p))}
+    assert not broken, f"links that lead nowhere: {broken}"
+
+
+def test_the_link_check_sees_a_missing_file_and_a_missing_anchor(tmp_path: Path) -> None:
+    page = ROOT / "shared" / "a-page-written-by-this-test.md"
+    page.write_text(
+        "# A page\n\n[ok](CLI.md#the-options) [gone](no-such.md) [no](CLI.md#no-such)\n"
+        "`[in code](nowhere.md)`\n\n```\n[in a block](nowhere.md)\n```\n",
+        encoding="utf-8",
+    )
+    try:
+        assert broken_links(page) == [
+            "no-such.md (no such file)",
+            "CLI.md#no-such (no heading with that anchor)",
+        ]
+    finally:
+        page.unlink()
+
+
+def test_the_anchors_are_githubs() -> None:
+    assert slug("`--trace`: the loop, step by step") == "--trace-the-loop-step-by-step"
+    assert slug("Where a Ctrl-C lands") == "where-a-ctrl-c-lands"
+    assert anchors("# A\n## A\n```\n# not a heading\n```\n") == {"a", "a-1"}
+
+
+def test_pages_linked_before_they_are_written_are_still_missing() -> None:
+    """Once such a page exists, take it off LINKED_BEFORE_WRITTEN so its links are checked."""
+    written = sorted(name for name in LINKED_BEFORE_WRITTEN if (ROOT / name).exists())
+    assert not written, f"written now: take {written} off LINKED_BEFORE_WRITTEN"
+    linked = {target for page in pages() for target in links(read(page))}
+    for name in LINKED_BEFORE_WRITTEN:
+        assert any(target.endswith(Path(name).name) for target in linked), name
+
+
+# --- the entry page ----------------------------------------------------------------------------
+
+
+def test_the_readme_is_an_entry_not_a_wall() -> None:
+    text = read(README)
+    assert len(text.splitlines()) <= 250
+    assert "nox -s tests" in text
+    for heading in ("## Quickstart", "## Why async", "## The chapter's ideas", "## Where to go"):
+        assert heading in text, heading
 
 
 def ideas_table() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = read(README)
     start = text.index("## The chapter's ideas, stage by stage")
     end = text.index("\n## ", start + 1)
     return text[start:end]
@@ -53,14 +214,368 @@ def test_defines_can_tell_a_missing_name() -> None:
     assert not defines(path, "Task.no_such_method")
 
 
-def test_the_default_site_has_as_many_urls_as_the_readme_says() -> None:
-    """The README's count of the default site's URLs is the oracle's, not a memory of it."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## The test site and the tests") :]
-    found = re.search(r"`Site\(\)`[^.]*? has (\d+) URLs", section)
+def test_each_stage_is_under_the_500_lines_the_readme_says() -> None:
+    assert "Each stage is under 500 lines of code" in read(README)
+    for crawler in CRAWLERS[:3]:
+        assert count_lines(crawler.files) < 500, crawler.name
+
+
+# --- the test site -----------------------------------------------------------------------------
+
+
+def test_the_default_site_has_as_many_urls_as_its_page_says() -> None:
+    """The page's count of the default site's URLs is the oracle's, not a memory of it."""
+    text = read(ROOT / "shared" / "testsite" / "README.md")
+    found = re.search(r"`Site\(\)`[^.]*? has (\d+) URLs", text)
     assert found, "the sentence giving the default site's size has changed: update this test"
     site, base_url = Site(), "http://127.0.0.1:8080/"
     records = site.expected(base_url)
     linked = site.expected(base_url, ignore_robots=True)  # the same, but for /robots.txt
     assert set(records) - set(linked) == {base_url + "robots.txt"}
     assert int(found.group(1)) == len(linked)
+
+
+# --- output a command prints -------------------------------------------------------------------
+
+
+def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGV`` from the repository's root, as the pages' commands run there."""
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def noxfile_list(name: str) -> list[str]:
+    """A list the noxfile assigns to ``name`` (as ``demo = [...]``), so tests run what nox runs."""
+    found = re.search(rf"^\s*{name} = (\[.*\])$", read(ROOT / "noxfile.py"), re.MULTILINE)
+    assert found, f"noxfile.py no longer has `{name} = [...]`"
+    value = ast.literal_eval(found[1])
+    assert isinstance(value, list)
+    return [str(item) for item in value]
+
+
+PORT = re.compile(r"127\.0\.0\.1:\d+")
+
+
+def traceback_lines(text: str) -> list[str]:
+    """The first traceback in a text, as it reads with paths shortened and ^^^ marks left out."""
+    lines = text[text.index("Traceback (most recent call last):") :].splitlines()
+    out = [lines[0]]
+    for line in lines[1:]:
+        if re.fullmatch(r"\s*[\^~]+\s*", line):  # the marks under a call (3.11+), not code
+            continue
+        out.append(PORT.sub("127.0.0.1:PORT", line.replace(f'"{ROOT}{os.sep}', '"')))
+        if not line.startswith(" "):  # the exception's own line ends the traceback
+            break
+    return out
+
+
+@pytest.mark.parametrize("session", ["stage1", "stage2"])
+def test_the_stack_ripping_tracebacks_are_what_the_command_prints(session: str) -> None:
+    text = read(SHOW)
+    command = f"nox -s {session} -- --site-pages 6 --fail-on /p/3 --ignore-robots -q"
+    assert command in text
+    package = {"stage1": "stage1_callbacks", "stage2": "stage2_generators"}[session]
+    done = run(["-m", package, *command.split(" -- ")[1].split()])
+    assert done.returncode == 0, done.stderr
+    shown = [block for block in fenced_blocks(text) if block.startswith("Traceback")]
+    (documented,) = [block for block in shown if f'"{package}/' in block]
+    printed = traceback_lines(done.stderr)
+    assert traceback_lines(documented) == printed, "paste this instead:\n" + "\n".join(printed)
+
+
+def trace_steps(text: str) -> list[tuple[str, str, str]]:
+    """--trace lines as (who, what, url): times, port and socket numbers left out."""
+    steps = []
+    for line in text.splitlines():
+        if re.match(r"^ *\d+\.\d{4}  ", line):
+            _when, rest = line.split(None, 1)
+            who, what_url = re.split(r"\s{2,}", rest, maxsplit=1)
+            what, url = what_url.rsplit(None, 1)
+            steps.append((re.sub(r"^fd \d+$", "fd", who), what.strip(), PORT.sub("PORT", url)))
+    return steps
+
+
+@pytest.mark.parametrize("package", ["stage1_callbacks", "stage2_generators"])
+def test_each_line_of_the_documented_traces_is_one_the_trace_prints(package: str) -> None:
+    """Tasks interleave differently from run to run: each documented line must appear."""
+    text = read(SHOW)
+    assert "nox -s trace -- stage1" in text
+    marker = {"stage1_callbacks": "-> _on_connected", "stage2_generators": "work>fetch>"}[package]
+    (documented,) = [b for b in fenced_blocks(text) if trace_steps(b) and marker in b]
+    shown = trace_steps(documented)
+    assert len(shown) >= 10
+    for _ in range(3):  # a step that found its socket ready takes no line: give timing 3 tries
+        done = run(["-m", package, *noxfile_list("demo")])
+        assert done.returncode == 0, done.stderr
+        printed = trace_steps(done.stderr)
+        # A sock_recv step is taken only when the answer was not in yet (the page says so):
+        # where this run has none for that URL, there is nothing to compare it with.
+        received = {url for _, what, url in printed if ">sock_recv>" in what}
+        missing = [
+            step
+            for step in shown
+            if step not in printed and (">sock_recv>" not in step[1] or step[2] in received)
+        ]
+        if not missing and shown[0] == printed[0]:
+            return
+    pytest.fail(f"lines the trace no longer prints: {missing}\nit printed: {printed}")
+
+
+def test_stage_3s_trace_reads_as_the_page_says() -> None:
+    text = read(SHOW)
+    assert "(`worker-0 work started`" in text and "(`work>fetch>request resumed`)" in text
+    done = run(["-m", "stage3_asyncio", *noxfile_list("demo")])
+    assert done.returncode == 0, done.stderr
+    printed = trace_steps(done.stderr)
+    assert ("worker-0", "work started", "-") in printed
+    assert [s for s in printed if s[1] == "work>fetch>request resumed" and s[2] != "-"]
+
+
+def test_ctrl_c_lands_where_the_page_says() -> None:
+    text = read(SHOW)
+    command = "nox -s trace -- stage1 --site-pages 60 --site-latency 0.2"
+    assert command in text and "`readable -> on_ctrl_c`" in text
+    argv = ["-m", "stage1_callbacks", *noxfile_list("demo"), *command.split("stage1 ")[1].split()]
+    proc = subprocess.Popen(
+        [sys.executable, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + BOUND_S
+        while b"-> _on_readable" not in proc.stderr.readline():  # the crawl is under way
+            assert time.monotonic() < deadline and proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=BOUND_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert [step for step in trace_steps(rest.decode()) if step[1] == "readable -> on_ctrl_c"]
+
+
+# --- tables ------------------------------------------------------------------------------------
+
+
+RESULTS = BENCH.parent / "RESULTS.md"
+
+
+@pytest.mark.parametrize("page", [BENCH, RESULTS], ids=lambda page: page.name)
+def test_the_benchmark_table_is_what_bench_markdown_prints(page: Path) -> None:
+    doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
+    table = markdown(doc)
+    assert table.strip() in read(page), "paste `python -m shared.tools.bench.bench --markdown`"
+
+
+def test_the_s2_cpu_figures_in_the_prose_are_the_tables() -> None:
+    doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
+    (row,) = [line for line in markdown(doc).splitlines() if line.startswith("| S2 crawler CPU")]
+    cells = [float(cell) for cell in row.strip("|").split("|")[1:]]
+    bound = re.search(r"bound ([\d.]+) s", markdown(doc))
+    assert bound
+    page = " ".join(read(BENCH).split())
+    assert f"{min(cells):.2f} to {max(cells):.2f} ms of CPU per page" in page
+    work = f"{min(cells) * 2:.1f} to {max(cells) * 2:.1f} s of work"  # 2,000 pages, in s
+    assert f"{work} against the {bound[1]} s the latency asks for" in page
+
+
+@pytest.mark.parametrize("page", [BENCH, RESULTS], ids=lambda page: page.name)
+def test_the_compare_table_holds_what_the_code_says_today(page: Path) -> None:
+    """Time, rate, queue and memory are one run's; the rest is held to the code."""
+    text = read(page)
+    (block,) = [b for b in fenced_blocks(text) if b.startswith("crawler ")]
+    doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
+    kib = kib_per_fetch(doc)
+    linked = len(Site().expected("http://127.0.0.1:8080/", ignore_robots=True))
+    rows = []
+    for crawler, line in zip(CRAWLERS, block.splitlines()[2:], strict=True):
+        cells = line.split()
+        assert cells[0] == crawler.name
+        seconds, per_s, queued, rss = float(cells[3]), float(cells[4]), int(cells[5]), cells[8]
+        lines = count_lines(crawler.files)
+        kib_now = kib.get(crawler.name)
+        rows.append(
+            Row(crawler.name, linked, "yes", seconds, per_s, queued, 10, kib_now, float(rss), lines)
+        )
+    expected = format_table(rows)
+    assert block.rstrip("\n") == expected, "paste this instead:\n" + expected
+
+
+# --- the command line and the JSON -------------------------------------------------------------
+
+
+OPTION = re.compile(r"(?<![\w-])(--?[a-z][\w-]*)")
+
+
+def test_the_options_table_and_usage_list_every_option_and_no_other() -> None:
+    text = read(CLI)
+    usage = build_parser("STAGE").format_usage()
+    options = set(OPTION.findall(usage)) - {"-h"}  # as the usage names them: -v, not --verbose
+    assert {"--max-tasks", "--trace", "-q"} <= options
+    start = text.index("| option | default | meaning |")
+    table = text[start : text.index("\n\n", start)]
+    first_cells = re.findall(r"^\| ([^|]+) \|", table, re.MULTILINE)
+    listed = {option for cell in first_cells for option in OPTION.findall(cell)}
+    assert listed == options, f"parser only: {options - listed}; page only: {listed - options}"
+    shown = set(OPTION.findall(fenced_blocks(text[:start])[-1])) - {"-m"}  # python -m
+    assert shown == options, f"parser only: {options - shown}; page only: {shown - options}"
+
+
+def shape(value: Any) -> Any:
+    """A JSON value's shape: the keys of an object, the type of anything else."""
+    if isinstance(value, dict):
+        return {key: shape(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shape(value[0])] if value else []
+    return type(value).__name__
+
+
+def test_the_json_example_has_the_fields_a_crawl_writes(tmp_path: Path) -> None:
+    (example,) = [b for b in fenced_blocks(read(CLI)) if b.startswith('{"stage"')]
+    path = tmp_path / "crawl.json"
+    done = run(["-m", "stage1_callbacks", "--site-pages", "3", "-q", "--json", str(path)])
+    assert done.returncode == 0, done.stderr
+    written = json.loads(path.read_text(encoding="utf-8"))
+    shown = json.loads(example)
+    page = next(f for f in written["fetches"] if f["status"] == 200 and f["encoding"])
+    assert shape({**written, "fetches": [page]}) == shape(shown)
+
+
+# --- the teachers' pages -----------------------------------------------------------------------
+
+TEACHERS = ROOT / "shared" / "tools" / "exercises" / "teachers"
+EXERCISES = ROOT / "shared" / "tools" / "exercises"
+LABS = EXERCISES / "labs"
+
+
+def sessions() -> set[str]:
+    """The noxfile's sessions, with a tests-X.Y session per Python version it lists."""
+    tree = ast.parse(read(ROOT / "noxfile.py"))
+    names = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any("session" in ast.unparse(decorator) for decorator in node.decorator_list)
+    }
+    return names | {f"tests-{version}" for version in noxfile_list("PYTHONS")}
+
+
+def test_every_nox_session_a_page_names_exists() -> None:
+    known = sessions()
+    assert {"tests", "stage1", "exercise", "tests-3.11"} <= known
+    named = {
+        (page.relative_to(ROOT).as_posix(), name)
+        for page in pages()
+        for name in re.findall(r"\bnox -s ([\w.-]+)", read(page))
+    }
+    assert not {(page, name) for page, name in named if name not in known}
+
+
+def exercise_order() -> list[str]:
+    """The exercises' names in the chapter's order (the `order` of each exercise.toml)."""
+    import tomllib
+
+    found = [
+        (tomllib.loads(read(toml))["order"], toml.parent.name)
+        for toml in EXERCISES.glob("*/exercise.toml")
+    ]
+    return [name for _, name in sorted(found)]
+
+
+def test_the_course_plan_has_every_exercise_in_the_chapters_order_and_every_lab() -> None:
+    text = read(TEACHERS / "plan-weeks.md")
+    named = re.findall(r"^- exercise `([\w-]+)`", text, re.MULTILINE)
+    assert named == exercise_order()
+    linked = set(re.findall(r"\(\.\./labs/(\d\d-[\w-]+\.md)\)", text))
+    assert linked == {path.name for path in LABS.glob("[0-9][0-9]-*.md")}
+
+
+def test_the_90_minute_plan_fills_90_minutes_with_marked_steps() -> None:
+    text = read(TEACHERS / "plan-90-minutes.md")
+    rows = re.findall(r"^\| (\d+)-(\d+) \| [^|]+ \| ([\w-]+) \|", text, re.MULTILINE)
+    assert rows and rows[0][0] == "0" and rows[-1][1] == "90"
+    assert all(int(a[1]) == int(b[0]) for a, b in itertools.pairwise(rows))
+    assert {kind for _, _, kind in rows} == {"teacher-demo", "student-work"}
+    sections = re.findall(r"^### (\d+)-(\d+): .+\((teacher-demo|student-work)\)$", text, re.M)
+    for start, end, kind in rows:  # each step lies in a section marked the same way
+        assert any(
+            int(a) <= int(start) and int(end) <= int(b) and k == kind for a, b, k in sections
+        ), (start, end, kind)
+
+
+def test_the_quiz_asks_about_every_lab_and_every_question_has_its_answer() -> None:
+    quiz, answers = read(TEACHERS / "quiz.md"), read(TEACHERS / "quiz-answers.md")
+    questions = re.findall(r"^(\d+)\. (.+?)\*\(lab (\d)\)\*", quiz, re.MULTILINE | re.DOTALL)
+    assert [int(n) for n, _, _ in questions] == list(range(1, len(questions) + 1))
+    labs = {int(path.name[:2]) for path in LABS.glob("[0-9][0-9]-*.md")}
+    assert {int(lab) for _, _, lab in questions} == labs
+    numbered = re.findall(r"^(\d+)\. ", answers, re.MULTILINE)
+    assert numbered == [n for n, _, _ in questions]
+    for answer in re.split(r"^\d+\. ", answers, flags=re.MULTILINE)[1:]:
+        assert " ".join(answer.split()[:6]) not in " ".join(quiz.split()), "an answer in the quiz"
+
+
+def test_an_unverified_certificate_reads_as_the_real_web_page_says(tmp_path: Path) -> None:
+    from shared.testsite import serve
+    from shared.testsite.tls import local_tls
+
+    page = read(ROOT / "shared" / "REAL_WEB.md")
+    (shown,) = [b.strip() for b in fenced_blocks(page) if "CERTIFICATE_VERIFY_FAILED" in b]
+    with serve(Site(pages=2, traps=False), tls=local_tls(str(tmp_path))) as base_url:
+        done = run(["-m", "stage1_callbacks", base_url, "--ignore-robots", "-q"])
+    assert done.returncode == 0, done.stderr
+    (printed,) = [line for line in done.stdout.splitlines() if "CERTIFICATE_VERIFY" in line]
+
+    def same(line: str) -> str:  # the port, and the line of CPython's C source, aside
+        return re.sub(r"_ssl\.c:\d+", "_ssl.c:N", PORT.sub("127.0.0.1:PORT", line.strip()))
+
+    assert same(shown) == same(printed), "paste this instead:\n" + printed.strip()
+
+
+def test_the_layout_names_what_is_there_and_every_module_of_shared() -> None:
+    text = read(README)
+    (block,) = [b for b in fenced_blocks(text[text.index("## Layout") :]) if "shared/" in b]
+    named = set()
+    for line in block.splitlines():
+        found = re.match(r"^( {0,4})([\w-]+(?:/|\.\w+))\s", line + " ")
+        if not found or found[2] == "out/":  # out/ is made on first use
+            continue
+        parent = [ROOT, ROOT / "shared", ROOT / "shared" / "tools"][len(found[1]) // 2]
+        path = parent / found[2].rstrip("/")
+        assert path.exists(), f"the layout names {path.relative_to(ROOT)}, which is not there"
+        named.add(path)
+    modules = {p for p in (ROOT / "shared").glob("*.py") if p.name != "__init__.py"}
+    assert not modules - named, f"modules of shared/ missing from the layout: {modules - named}"
+    assert len(named) >= 25
+
+
+@pytest.mark.parametrize(("exercise", "function"), [("per-host", "host_slot"), ("delay", "polite")])
+def test_what_each_style_costs_counts_each_stages_function_as_the_book_does(
+    exercise: str, function: str
+) -> None:
+    """The exercise's table of lines: the function's own count is the code's; the sums add up."""
+    text = read(EXERCISES / exercise / "README.md")
+    section = text[text.index("## What each style costs") :]
+    rows = re.findall(r"^\| (\d), \w+ \| (\d+) \| (\d+)[:|][^\n]*\| (\d+) \|$", section, re.M)
+    assert [row[0] for row in rows] == ["1", "2", "3"], "a row per stage"
+    for (stage, own, elsewhere, total), package in zip(rows, STAGE_PACKAGES, strict=True):
+        source = ROOT / package / "crawler.py"
+        lines = read(source).splitlines()
+        (node,) = [
+            node
+            for node in ast.walk(ast.parse("\n".join(lines)))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == function
+        ]
+        counted = sum(
+            1
+            for line in lines[node.lineno - 1 : node.end_lineno]
+            if line.strip() and not line.strip().startswith("#")
+        )
+        assert int(own) == counted, f"stage {stage}'s {function} counts {counted} lines"
+        assert int(own) + int(elsewhere) == int(total), f"stage {stage}: the sum"
