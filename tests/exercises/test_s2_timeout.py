@@ -15,7 +15,7 @@ import pytest
 from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future
-from stage2_generators.loop import EventLoop, Handle, get_event_loop
+from stage2_generators.loop import EventLoop, Handle, get_running_loop
 from stage2_generators.sockets import sock_recv
 from stage2_generators.tasks import Task, sleep, timeout
 
@@ -150,7 +150,7 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
         events.append("asked")
         try:
             fut: Future[None] = Future()
-            get_event_loop().call_soon(fut.set_result, None)
+            get_running_loop().call_soon(fut.set_result, None)
             yield from fut
             events.append("resumed")
         except CancelledError:
