@@ -18,6 +18,7 @@ import pytest
 
 from shared import STAGES
 from shared.testsite import Site, serve
+from shared.tools.sidebyside import compare, find
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,3 +91,13 @@ def test_stage3_does_load_asyncio(tmp_path: Path) -> None:
     with serve(site_) as base_url:
         report = loaded_by(REPORT, tmp_path, STAGES["stage3"], base_url, "-q")
     assert "asyncio" in report["loaded"] and "concurrent.futures" in report["loaded"]
+
+
+def test_stages_2_and_3_have_the_same_pieces() -> None:
+    """Every function of stage 2's crawler has its twin in stage 3's: the diff is the lesson.
+
+    Nothing is left on one side only, as a helper that exists for a tool would be.
+    """
+    compared = compare(find("stage2"), find("stage3"))
+    alone = [s.left or s.right for s in compared.sections if not (s.left and s.right)]
+    assert not alone, [piece.name for side in alone for piece in side]

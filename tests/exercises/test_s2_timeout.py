@@ -131,12 +131,12 @@ def test_cancel_counts_every_request(loop: EventLoop) -> None:
     loop.run_once()  # the coroutine now sleeps
     assert task.cancel() is True
     assert task.cancel() is True, "the first request has not landed: the task is not done"
-    assert task._cancel_requests == 2, "each cancel() of a task not done counts"
+    assert task.cancelling() == 2, "each cancel() of a task not done counts"
     with pytest.raises(CancelledError):
         run(loop, task)
     assert events == ["sleeping", "finally"]
     assert task.cancel() is False
-    assert task._cancel_requests == 2, "a task that is done counts no more requests"
+    assert task.cancelling() == 2, "a task that is done counts no more requests"
 
 
 @pytest.mark.task(taskno=1)
