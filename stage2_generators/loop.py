@@ -165,7 +165,7 @@ _running_loop: EventLoop | None = None
 
 def get_running_loop() -> EventLoop:
     """Return the running event loop; RuntimeError if there is none, as asyncio's does."""
-    if _running_loop is None:  # asyncio.get_event_loop() once made one here, quietly: no more
+    if _running_loop is None:  # never one made on the quiet, as get_event_loop() once did
         raise RuntimeError("no running event loop: make an EventLoop() first")
     return _running_loop
 
