@@ -21,7 +21,11 @@ nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
+# The one list of the stages is shared.STAGES.  shared/__init__.py needs only the standard
+# library, so nox's own Python imports it from the checkout, with nothing installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from shared import STAGES  # noqa: E402 (after the path it is found on)
+
 PYTHONS = ["3.11", "3.12", "3.13", "3.14"]
 
 
@@ -84,19 +88,19 @@ def run_stage(session: nox.Session, package: str) -> None:
 @nox.session
 def stage1(session: nox.Session) -> None:
     """Crawl with stage 1 (callbacks). No args: the built-in test site."""
-    run_stage(session, "stage1_callbacks")
+    run_stage(session, STAGES["stage1"])
 
 
 @nox.session
 def stage2(session: nox.Session) -> None:
     """Crawl with stage 2 (generator coroutines). No args: the built-in test site."""
-    run_stage(session, "stage2_generators")
+    run_stage(session, STAGES["stage2"])
 
 
 @nox.session
 def stage3(session: nox.Session) -> None:
     """Crawl with stage 3 (asyncio and aiohttp). No args: the built-in test site."""
-    run_stage(session, "stage3_asyncio")
+    run_stage(session, STAGES["stage3"])
 
 
 @nox.session(python=False)

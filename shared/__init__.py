@@ -12,6 +12,10 @@ __version__ = "0.1.0"
 #: Sent with every request by every stage, so a site's logs name the crawler.
 USER_AGENT = f"crawler500/{__version__}"
 
+#: The three stages, in the order they are taught: short name -> package.  The one list of
+#: them: the tests, the tools and the noxfile all read it from here.
+STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
+
 
 def lazy_exports(module: str, names: list[str]) -> Callable[[str], object]:
     """Return a module ``__getattr__`` (PEP 562) that imports ``module`` when ``names`` are used.

@@ -17,8 +17,11 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 
 from shared.crawling import Options, root_url
+from shared.observe import Observer, watching
 from shared.report import CrawlResult, report, write_json
+from shared.timeline import Timeline
 from shared.tls import ssl_context
+from shared.trace import Tracer
 
 Crawl = Callable[[Sequence[str], Options], CrawlResult]
 
@@ -144,7 +147,6 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
             timeout=args.timeout,
             max_pages=args.max_pages,
             fail_on=args.fail_on,
-            trace=args.trace,
             progress=not args.quiet and sys.stderr.isatty(),
             insecure=args.insecure,
             cafile=args.cafile,
@@ -205,16 +207,22 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     """Run a stage's ``crawl`` from the command line; return the exit status."""
     args, options = parse_args(f"python -m {stage}", argv)
     configure_logging(args.verbose, args.quiet)
+    # --trace and --timeline watch the crawl (shared/observe.py); without them nobody does.
+    timeline = Timeline() if args.timeline else None
+    observers: list[Observer] = [Tracer()] if args.trace else []
+    observers += [timeline] if timeline else []
     try:
-        with roots_or_test_site(args.roots, args.site_pages, args.site_latency) as roots:
+        site = roots_or_test_site(args.roots, args.site_pages, args.site_latency)
+        with site as roots, watching(*observers):
             result = crawl(roots, options)
+        extra = timeline.to_json() if timeline else None
         if args.json and args.json != "-":  # first: the file must not depend on a pipe
             with open(args.json, "w", encoding="utf-8") as out:
-                write_json(result, out, timeline=args.timeline)
+                write_json(result, out, extra)
         # With --json -, stdout carries the JSON alone, so the report moves to stderr.
         report(result, sys.stderr if args.json == "-" else sys.stdout)
         if args.json == "-":
-            write_json(result, sys.stdout, timeline=args.timeline)
+            write_json(result, sys.stdout, extra)
         sys.stdout.flush()
     except BrokenPipeError:
         # Our reader left (`| head`, a pager quit early).  Say no more, as cat or grep

@@ -26,9 +26,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 from urllib.parse import urlsplit
 
+from shared import observe
 from shared.links import parse_links
 from shared.report import CrawlResult, FetchStatistic, Progress
 from shared.resolver import Resolver
@@ -43,11 +44,7 @@ from shared.responses import (
 )
 from shared.robots import Robots, robots_url, skipped
 from shared.tls import certificate_error, ssl_context
-from shared.trace import Tracer
 from shared.urls import UrlRules, normalize
-
-if TYPE_CHECKING:
-    import aiohttp
 
 __all__ = [
     "LOGGER",
@@ -81,7 +78,6 @@ class Options:
     insecure: bool = False
     cafile: str | None = None
     ignore_robots: bool = False
-    trace: bool = False
     max_per_host: int | None = None  # None: a host may have all --max-tasks fetches
     delay: float = 0.0  # seconds between the starts of two requests to one host
 
@@ -170,7 +166,10 @@ class BaseCrawler:
     stage: ClassVar[str] = "base"
 
     def __init__(self, roots: Sequence[str], options: Options | None = None) -> None:
-        """Prepare a crawl of ``roots`` (URLs, or host names that get http://)."""
+        """Prepare a crawl of ``roots`` (URLs, or host names that get http://).
+
+        Whoever watches crawls now (shared/observe.py) watches this one: ``self.observer``.
+        """
         self.options = options = options or Options()
         self.max_tasks = options.max_tasks
         self.max_redirect = options.max_redirect
@@ -186,15 +185,8 @@ class BaseCrawler:
         self.done: list[FetchStatistic] = []
         self.in_flight: dict[str, float] = {}  # url -> when its fetch began
         self.requested = 0  # URLs claimed by begin(), for --max-pages
-        self.timeline: list[tuple[str, float, float]] = []
-        # The phases of a fetch besides its start and end (see phases()): when its URL was
-        # queued, and when its current try got its connection.  Popped when it is recorded.
-        self.queued_at: dict[str, float] = dict.fromkeys(self.roots, 0.0)
-        self.connected_at: dict[str, float] = {}
-        self.phases: list[tuple[str, float, float | None]] = []
         self.progress = Progress(sys.stderr) if options.progress else None
         self.ssl_context = ssl_context(insecure=options.insecure, cafile=options.cafile)
-        self.tracer = Tracer() if options.trace else None  # --trace: a line per loop step
         self.robots_rules = None if options.ignore_robots else Robots()  # None: --ignore-robots
         if options.insecure:
             LOGGER.warning(
@@ -202,6 +194,9 @@ class BaseCrawler:
                 " site can pretend to be it"
             )
         self.t0 = time.monotonic()
+        self.observer = observe.observer  # None: nobody watches
+        if self.observer:
+            self.observer.crawl_started(self)
 
     @cached_property
     def resolver(self) -> Resolver:
@@ -240,6 +235,8 @@ class BaseCrawler:
         self.seen_urls.add(url)  # a link to it, found later, does not fetch it again
         self.in_flight[url] = self.now()
         self.host_load[host_key(url)] += 1
+        if self.observer:
+            self.observer.fetch_started(url)
 
     def begin(self, url: str) -> bool:
         """Claim a URL for fetching, once its origin's robots.txt is known; False to skip it.
@@ -261,6 +258,8 @@ class BaseCrawler:
         self.requested += 1
         self.in_flight[url] = self.now()
         self.host_load[host_key(url)] += 1
+        if self.observer:
+            self.observer.fetch_started(url)
         return True
 
     def host_full(self, url: str) -> bool:
@@ -286,38 +285,6 @@ class BaseCrawler:
         self.next_start[host] = start + self.options.delay
         return start - now
 
-    def connected(self, url: str) -> None:
-        """Note that url's current try has its connection: from now on it is reading.
-
-        Stages 1 and 2 and the threaded baseline call this once their TCP connect has
-        succeeded (before any TLS handshake); stage 3 learns it from aiohttp, through
-        :meth:`phase_traces`.  Only the time is kept, for the timeline's phases.
-        """
-        if url in self.in_flight:  # a URL aiohttp spells otherwise is not ours: ignore it
-            self.connected_at[url] = self.now()
-
-    def phase_traces(self) -> list[aiohttp.TraceConfig]:
-        """aiohttp trace configs that call :meth:`connected` when a request has its connection.
-
-        For stage 3's session (its ``trace_configs``): aiohttp connects inside
-        ``session.get``, out of the crawler's sight, and tells its trace configs when it
-        did.  The connection is a new one (its TLS handshake done, if any) or one taken
-        from the pool.
-        """
-        import aiohttp  # stage 3's library: imported only by the stage that asks
-
-        async def request_start(_: object, ctx: Any, params: Any) -> None:
-            ctx.url = str(params.url)  # ctx is this request's own, for the events below
-
-        async def connection_ready(_: object, ctx: Any, __: object) -> None:
-            self.connected(ctx.url)
-
-        trace = aiohttp.TraceConfig()
-        trace.on_request_start.append(request_start)
-        trace.on_connection_create_end.append(connection_ready)
-        trace.on_connection_reuseconn.append(connection_ready)
-        return [trace]
-
     def handshake_done(self, url: str, sock: ssl.SSLSocket) -> None:
         """Log a finished TLS handshake (stages 1 and 2; aiohttp does stage 3's unseen)."""
         checked = "not verified" if self.options.insecure else "verified"
@@ -331,23 +298,20 @@ class BaseCrawler:
         return True
 
     def record(self, stat: FetchStatistic) -> None:
-        """Keep a finished URL's record and its place on the timeline."""
-        end = self.now()
-        start = self.in_flight.pop(stat.url, None)
-        if start is not None:  # it was in flight, not skipped before it began
+        """Keep a finished URL's record; it is no longer in flight."""
+        if self.in_flight.pop(stat.url, None) is not None:  # not skipped before it began
             self.host_load[host_key(stat.url)] -= 1
-        start = end if start is None else start
-        self.timeline.append((stat.url, start, end))
-        queued = self.queued_at.pop(stat.url, start)  # a robots.txt is claimed when queued
-        self.phases.append((stat.url, queued, self.connected_at.pop(stat.url, None)))
         self.done.append(stat)
+        if self.observer:
+            self.observer.fetch_finished(stat.url)
         if self.progress is not None:
             queued = len(self.seen_urls) - len(self.done) - len(self.in_flight)
-            self.progress.update(end, len(self.done), max(queued, 0), len(self.in_flight))
+            self.progress.update(self.now(), len(self.done), max(queued, 0), len(self.in_flight))
 
     def retrying(self, url: str, tries: int, exc: BaseException) -> None:
         """Note a failed try that will be tried again (or given up by the caller)."""
-        self.connected_at.pop(url, None)  # the next try connects anew
+        if self.observer:
+            self.observer.retrying(url)
         LOGGER.info("try %d for %r raised %s", tries, url, describe(exc))
 
     def give_up(self, tries: int, exc: BaseException) -> bool:
@@ -431,7 +395,8 @@ class BaseCrawler:
                 return []  # We have been down this path before: coalesce.
             LOGGER.info("redirect to %r from %r", next_url, url)
             self.seen_urls.add(next_url)
-            self.queued_at[next_url] = self.now()
+            if self.observer:
+                self.observer.queued(next_url)
             return [(next_url, max_redirect - 1)]
         if response.status != 200 or not is_parsed(media_type):
             self.record(stat)
@@ -440,7 +405,9 @@ class BaseCrawler:
         links = self.parse_links(url, text)
         new = links - self.seen_urls
         self.seen_urls.update(new)
-        self.queued_at.update(dict.fromkeys(new, self.now()))
+        if self.observer:
+            for link in new:
+                self.observer.queued(link)
         self.record(replace(stat, encoding=encoding, num_urls=len(links), num_new_urls=len(new)))
         return [(link, self.max_redirect) for link in sorted(new)]
 
@@ -454,13 +421,14 @@ class BaseCrawler:
                 FetchStatistic(url, error="interrupted before the response", tries=1)
                 for url in self.in_flight
             ]
-        return CrawlResult(
+        result = CrawlResult(
             stage=self.stage,
             roots=self.roots,
             fetches=fetches,
             elapsed_s=self.now(),
             interrupted=interrupted,
             max_tasks=self.max_tasks,
-            timeline=list(self.timeline),
-            phases=list(self.phases),
         )
+        if self.observer:
+            self.observer.crawl_finished(result)
+        return result

@@ -20,13 +20,15 @@ while the program imports and starts up is news too, read by the loop at its fir
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import socket
-import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # only stage 3 runs on asyncio: stages 1 and 2 never load it (nor threads)
+    import asyncio
 
 
 class PipeClosed(KeyboardInterrupt):
@@ -85,9 +87,13 @@ def install() -> CtrlC | None:
     Signals reach only the main thread: elsewhere nothing is installed and None returned.
     """
     global _installed
-    if _installed is None and threading.current_thread() is threading.main_thread():
+    if _installed is None:
         ctrl_c = CtrlC()
-        signal.signal(signal.SIGINT, ctrl_c.on_sigint)
+        try:
+            signal.signal(signal.SIGINT, ctrl_c.on_sigint)
+        except ValueError:  # not the main thread, which alone may set a signal handler
+            ctrl_c.close()
+            return None
         _installed = ctrl_c
     return _installed
 
@@ -116,17 +122,15 @@ def caught() -> Iterator[CtrlC | None]:
     after.  Off the main thread no signal can arrive, and None is yielded.
     """
     global _installed
-    if _installed is not None or threading.current_thread() is not threading.main_thread():
-        yield _installed
-        return
     previous = signal.getsignal(signal.SIGINT)  # None: not set from Python
-    ctrl_c = install()
+    if _installed is not None or (ctrl_c := install()) is None:
+        yield _installed  # the program's own handler, or None off the main thread
+        return
     try:
         yield ctrl_c
     finally:
         signal.signal(signal.SIGINT, signal.SIG_DFL if previous is None else previous)
-        if ctrl_c is not None:
-            ctrl_c.close()
+        ctrl_c.close()
         _installed = None
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 
@@ -41,11 +41,8 @@ class FetchStatistic:
 class CrawlResult:
     """The outcome of one crawl: its records, in the order they finished.
 
-    ``timeline`` holds, per URL fetched, the start and end of its fetch in seconds
-    since the crawl began: the raw data behind the comparison's pictures.  ``phases``
-    adds, per URL in the same order, when it was queued (found, or a root: 0) and when
-    its last try had its connection (None if it never had one): the time it waited
-    before its start, and the part of the fetch spent connecting.
+    When each fetch began and ended is not kept here: a crawl keeps that only for
+    whoever watches it (--timeline, shared/timeline.py).
     """
 
     stage: str
@@ -54,8 +51,6 @@ class CrawlResult:
     elapsed_s: float
     interrupted: bool = False
     max_tasks: int = 0
-    timeline: list[tuple[str, float, float]] = field(default_factory=list)
-    phases: list[tuple[str, float, float | None]] = field(default_factory=list)
 
     @property
     def urls(self) -> set[str]:
@@ -66,27 +61,20 @@ class CrawlResult:
         """Index the records by URL."""
         return {stat.url: stat for stat in self.fetches}
 
-    def to_json(self, *, timeline: bool = False) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         """Return the result as the JSON document every stage writes."""
-        doc: dict[str, Any] = {
+        return {
             "stage": self.stage,
             "roots": self.roots,
             "elapsed_s": round(self.elapsed_s, 6),
             "interrupted": self.interrupted,
             "fetches": [asdict(stat) for stat in self.fetches],
         }
-        if timeline:
-            doc["timeline"] = [[url, round(a, 6), round(b, 6)] for url, a, b in self.timeline]
-            doc["phases"] = [
-                [url, round(queued, 6), None if connected is None else round(connected, 6)]
-                for url, queued, connected in self.phases
-            ]
-        return doc
 
 
-def write_json(result: CrawlResult, out: TextIO, *, timeline: bool = False) -> None:
-    """Write the result's JSON document to an open text file."""
-    json.dump(result.to_json(timeline=timeline), out, indent=1)
+def write_json(result: CrawlResult, out: TextIO, extra: dict[str, Any] | None = None) -> None:
+    """Write the result's JSON document to an open text file, with ``extra`` keys added."""
+    json.dump(result.to_json() | (extra or {}), out, indent=1)
     out.write("\n")
 
 

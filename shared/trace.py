@@ -5,21 +5,32 @@ crawl began), who ran (a socket's file descriptor in stage 1, a task in stages 2
 3), what ran (the callback, or the chain of coroutines resumed) and for which URL.
 On a tiny site with ``--max-tasks 2`` the lines show fetches interleaving: one fetch
 pauses, another runs, the first resumes.
+
+The :class:`Tracer` is an observer (shared/observe.py): it hears stage 1's loop run each
+callback and stage 2's Tasks resume, and follows stage 3's coroutines itself.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import functools
+import inspect
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from inspect import CO_COROUTINE
+from selectors import EVENT_READ, SelectorKey
 from types import CodeType, FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from shared.interrupt import PipeClosed
+from shared.observe import Observer
+
+if TYPE_CHECKING:
+    from shared.crawling import BaseCrawler
+    from shared.report import CrawlResult
 
 
 def summarize(value: Any) -> str:
@@ -54,14 +65,31 @@ def coroutine_chain(coro: Any) -> tuple[list[str], str | None]:
     return names, url
 
 
-class Tracer:
-    """Print trace lines to a stream (stderr by default)."""
+class Tracer(Observer):
+    """Print trace lines to a stream (stderr by default).
+
+    When nobody reads the lines any more (``--trace 2>&1 | head``), the tracer stops
+    the crawl itself: it raises :class:`~shared.interrupt.PipeClosed`, once, from the step
+    it was told of, and the crawl ends there as after a second Ctrl-C.
+    """
 
     def __init__(self, out: TextIO | None = None) -> None:
-        """Start the clock; lines go to ``out``."""
+        """Start the clock (again when a crawl starts); lines go to ``out``."""
         self.out = out or sys.stderr
         self.t0 = time.monotonic()
         self.closed = False  # set once nobody reads the lines any more
+        self.following = contextlib.ExitStack()  # stage 3's coroutines, while it crawls
+
+    def crawl_started(self, crawler: BaseCrawler) -> None:
+        """Start the clock; for a crawl on asyncio (``async def crawl``), follow its coroutines."""
+        self.t0 = time.monotonic()
+        if inspect.iscoroutinefunction(getattr(crawler, "crawl", None)):
+            filename = inspect.getfile(type(crawler))
+            self.following.enter_context(trace_coroutines(self, filename, asyncio_task_name))
+
+    def crawl_finished(self, result: CrawlResult) -> None:
+        """Stop following coroutines, if this crawl's were followed."""
+        self.following.close()
 
     def line(self, who: str, what: str, url: str | None = None) -> None:
         """Print one step: who ran, what it ran, for which URL.
@@ -77,16 +105,37 @@ class Tracer:
             self.closed = True
             raise PipeClosed(f"trace output closed at {elapsed:.4f} s") from None
 
-    def callback(self, who: str, event: str, callback: Callable[..., object]) -> None:
-        """Stage 1: a callback ran; its object (a Fetcher) knows the URL."""
+    def callback(self, callback: Callable[..., object], args: tuple[Any, ...]) -> None:
+        """Stage 1: a callback runs; its object (a Fetcher) knows the URL."""
+        who, event = callback_event(args)
         name = getattr(callback, "__name__", repr(callback))
         url = getattr(getattr(callback, "__self__", None), "url", None)
         self.line(who, f"{event} -> {name}", url)
 
-    def resume(self, who: str, coro: Any, value: Any) -> None:
+    def resume(self, task: Any, value: Any) -> None:
         """Stage 2: a task resumes its coroutine with a value or an exception."""
-        names, url = coroutine_chain(coro)
-        self.line(who, f"{'>'.join(names)} <- {summarize(value)}", url)
+        names, url = coroutine_chain(task._coro)
+        self.line(task.name, f"{'>'.join(names)} <- {summarize(value)}", url)
+
+
+def callback_event(args: tuple[Any, ...]) -> tuple[str, str]:
+    """Who a stage 1 callback runs for, and why: ("fd 7", "readable"), or ("timer", "due").
+
+    The loop calls a socket's callback with the selector's ``(key, mask)``, and a timer's
+    with whatever arguments it was set with.
+    """
+    if len(args) == 2 and isinstance(args[0], SelectorKey) and isinstance(args[1], int):
+        key, mask = args
+        return f"fd {key.fd}", "readable" if mask & EVENT_READ else "writable"
+    return "timer", "due"
+
+
+def asyncio_task_name() -> str:
+    """Name the running asyncio task, for stage 3's lines ("worker-3")."""
+    import asyncio  # only a crawl on asyncio asks, and it has loaded asyncio already
+
+    task = asyncio.current_task()
+    return task.get_name() if task else "-"
 
 
 @functools.cache

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from shared.trace import Tracer
+from shared.observe import Observer
 
 LOGGER = logging.getLogger(__name__)
 
@@ -62,12 +62,12 @@ class EventLoop:
     """
 
     def __init__(
-        self, exception_handler: ExceptionHandler = log_exception, tracer: Tracer | None = None
+        self, exception_handler: ExceptionHandler = log_exception, observer: Observer | None = None
     ) -> None:
-        """Make a loop with its own selector; close() releases it.  A tracer sees every step."""
+        """Make a loop with its own selector; close() releases it.  An observer hears every step."""
         self.selector = selectors.DefaultSelector()
         self.exception_handler = exception_handler
-        self.tracer = tracer
+        self.observer = observer
         # A heap of (when, sequence number, handle).  The sequence number breaks ties,
         # so timers due at the same time run in the order they were set, and two
         # handles are never compared.
@@ -131,9 +131,6 @@ class EventLoop:
             # An earlier callback of this turn may have unregistered this socket (and
             # a new socket may even have its file descriptor): run only current keys.
             if self.selector.get_map().get(key.fd) is key:
-                if self.tracer:
-                    event = "readable" if mask & selectors.EVENT_READ else "writable"
-                    self.tracer.callback(f"fd {key.fd}", event, key.data)
                 self._run(key.data, key, mask)  # the stored callback: the continuation
         now = self.time()
         while self._timers and self._timers[0][0] <= now:
@@ -141,12 +138,12 @@ class EventLoop:
             # Checked now, not when select() returned: a callback of this very turn
             # may have cancelled it (a response that beat its own timeout).
             if not handle.cancelled():
-                if self.tracer:
-                    self.tracer.callback("timer", "due", handle.callback)
                 self._run(handle.callback, *handle.args)
 
     def _run(self, callback: Callback, *args: Any) -> None:
         """Run one callback; an exception goes to the handler, the loop goes on."""
+        if self.observer:  # someone watches (--trace): each callback is one step of the crawl
+            self.observer.callback(callback, args)
         try:
             callback(*args)
         except Exception as exc:

@@ -1,10 +1,9 @@
-"""Stage 2 of 3: generator coroutines on a hand-made Future, Task, event loop and queue.
+"""Stage 2 of 3: generator coroutines on a hand-made Future, Task, event loop and queue."""
 
-Chapter: "Coordinating Coroutines", on the machinery of "Building Coroutines With
-Generators".  Changed from stage 1: callbacks and state saved by hand -> coroutines
-that keep their state in local variables and pause at each ``yield from``.  Compare
-with ``nox -s diff -- stage2 stage3``.
-"""
+# Chapter: "Coordinating Coroutines", on the machinery of "Building Coroutines With
+# Generators". Changed from stage 1: callbacks and state saved by hand -> coroutines that keep
+# their state in local variables and pause at each `yield from`. Compare with
+# `nox -s diff -- stage2 stage3`.
 
 from __future__ import annotations
 
@@ -115,23 +114,26 @@ class Crawler(BaseCrawler):
         with socket.socket(family, socket.SOCK_STREAM) as plain:
             plain.setblocking(False)
             yield from sock_connect(plain, sockaddr)  # suspends: until connected
-            self.connected(url)  # for the timeline: connecting is over, reading begins
+            if self.observer:  # someone watches: connecting is over, reading begins
+                self.observer.connected(url)
             with tls_socket(plain, url, self.ssl_context) as sock:  # https: the socket, wrapped
                 if isinstance(sock, ssl.SSLSocket):
                     yield from sock_handshake(sock)  # suspends: while the handshake goes on
                     self.handshake_done(url, sock)
                 yield from sock_sendall(sock, request_bytes(url))  # suspends: while sending
                 parser = ResponseParser()
-                while True:
+                complete = False
+                while not complete:
                     chunk = yield from sock_recv(sock, 64 * 1024)  # suspends: until readable
-                    if parser.feed(chunk) if chunk else parser.feed_eof():
-                        return parser.response()
+                    # An empty chunk means the peer closed: the end of the body, or a cut-off one.
+                    complete = parser.feed(chunk) if chunk else parser.feed_eof()
+                return parser.response()
 
 
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
-    loop = EventLoop(crawler.tracer)  # a tracer only with --trace
+    loop = EventLoop(crawler.observer)  # someone watching, or None
     main = Task(crawler.crawl(), name="crawl")
     with interrupt.caught() as ctrl_c:
         if ctrl_c:  # as asyncio.Runner does: Ctrl-C wakes the loop, which cancels the main task

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar, cast
 
-from .loop import get_event_loop
+from .loop import get_running_loop
 
-T = TypeVar("T")
+T = TypeVar("T")  # the framework's one type variable: "a result of some type T", everywhere
 
 # A future starts pending and changes state exactly once.
 _PENDING, _CANCELLED, _FINISHED = "PENDING", "CANCELLED", "FINISHED"
@@ -82,7 +82,7 @@ class Future(Generic[T]):
     def add_done_callback(self, fn: Callable[[Future[T]], object]) -> None:
         """Arrange for the loop to call fn(future) once the future is done (soon, if it is)."""
         if self.done():
-            get_event_loop().call_soon(fn, self)
+            get_running_loop().call_soon(fn, self)
         else:
             self._callbacks.append(fn)
 
@@ -102,7 +102,7 @@ class Future(Generic[T]):
         # resolves another (a Task is a future, and its step may finish it), so calling inline
         # would nest those calls into an ever deeper stack. The chapter's sketch calls inline.
         for fn in self._callbacks:
-            get_event_loop().call_soon(fn, self)
+            get_running_loop().call_soon(fn, self)
         self._callbacks.clear()
 
 

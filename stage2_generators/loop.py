@@ -16,15 +16,14 @@ from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from shared.trace import Tracer
+from shared.observe import Observer
 
 if TYPE_CHECKING:
-    from .futures import Coroutine, Future
+    from .futures import Coroutine, Future, T
 
 LOGGER = logging.getLogger(__name__)
-T = TypeVar("T")
 Callback = Callable[..., object]
 
 
@@ -45,7 +44,7 @@ class Handle:
 class EventLoop:
     """Run callbacks when sockets are ready or timers are due, all in one thread."""
 
-    def __init__(self, tracer: Tracer | None = None) -> None:
+    def __init__(self, observer: Observer | None = None) -> None:
         self._selector: BaseSelector = DefaultSelector()
         self._ready: deque[Handle] = deque()
         # A heap of (when, sequence number, handle). The sequence number breaks ties between
@@ -53,9 +52,9 @@ class EventLoop:
         # are never compared.
         self._timers: list[tuple[float, int, Handle]] = []
         self._sequence = itertools.count()
-        self.tracer = tracer  # --trace: Task._step reports each resumption
-        # We only ever run one loop at a time, so the newest loop becomes the current one.
-        set_event_loop(self)
+        self.observer = observer  # someone watching the crawl (--trace): Task._step tells it
+        # We only ever run one loop at a time, so the newest loop becomes the running one.
+        _set_running_loop(self)
 
     def call_soon(self, fn: Callback, *args: Any) -> None:
         """Run fn(*args) on the next turn of the loop."""
@@ -141,7 +140,7 @@ class EventLoop:
         # The future's exception, if it failed, is raised here by result().
         from .tasks import Task  # imported here: tasks.py imports this module
 
-        set_event_loop(self)
+        _set_running_loop(self)
         if isinstance(future, Generator):
             future = Task(future)
         # The chapter stops the loop with a done callback that raises StopError. Checking
@@ -153,22 +152,24 @@ class EventLoop:
     def close(self) -> None:
         """Release the selector; the loop cannot be used again."""
         self._selector.close()
-        if _current_loop is self:
-            set_event_loop(None)
+        if _running_loop is self:
+            _set_running_loop(None)
 
 
-# asyncio finds the loop through a per-thread "running loop" and an event loop policy. We
-# have one thread and one loop at a time, so a module global is enough: Futures and Tasks
-# use it to reach call_soon without a loop being passed to each of them.
-_current_loop: EventLoop | None = None
+# asyncio keeps the running loop per thread. We have one thread and one loop at a time, so a
+# module global is enough: Futures and Tasks use it to reach call_soon without a loop being
+# passed to each of them. Ours counts as running from its making until close(), so that the
+# crawl can make its main Task before run_until_complete (asyncio.run makes both at once).
+_running_loop: EventLoop | None = None
 
 
-def get_event_loop() -> EventLoop:
-    """Return the current event loop, creating one if there is none."""
-    return _current_loop or EventLoop()  # a new loop makes itself the current one
+def get_running_loop() -> EventLoop:
+    """Return the running event loop; RuntimeError if there is none, as asyncio's does."""
+    if _running_loop is None:  # never one made on the quiet, as get_event_loop() once did
+        raise RuntimeError("no running event loop: make an EventLoop() first")
+    return _running_loop
 
 
-def set_event_loop(loop: EventLoop | None) -> None:
-    """Make `loop` the one get_event_loop() returns (None: forget the current loop)."""
-    global _current_loop
-    _current_loop = loop
+def _set_running_loop(loop: EventLoop | None) -> None:
+    global _running_loop
+    _running_loop = loop

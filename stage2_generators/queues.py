@@ -7,11 +7,9 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Generic, TypeVar
+from typing import Generic
 
-from .futures import Coroutine, Future, wake_all
-
-T = TypeVar("T")
+from .futures import Coroutine, Future, T, wake_all
 
 
 # asyncio's Queue also has a maxsize and a put() coroutine that waits while the queue is full,

@@ -14,20 +14,17 @@ import socket
 import ssl
 from collections.abc import Callable
 from functools import partial
-from typing import TypeVar
 
 from shared.tls import WOULD_BLOCK
 
-from .futures import Coroutine, Future
-from .loop import get_event_loop
-
-T = TypeVar("T")
+from .futures import Coroutine, Future, T
+from .loop import get_running_loop
 
 
 def _when_ready(sock: socket.socket, writable: bool, attempt: Callable[[], T]) -> Coroutine[T]:
     # Wait until `sock` is readable (or writable), then return attempt()'s result. Every
     # coroutine below suspends here, so the registration and the error handling live in one place.
-    loop = get_event_loop()
+    loop = get_running_loop()
     fut: Future[T] = Future()
 
     # The chapter's on_connected and on_readable, in one: it runs in the loop, not the coroutine.

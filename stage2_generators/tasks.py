@@ -7,12 +7,10 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
-from .futures import CancelledError, Coroutine, Future, wake_all
-from .loop import get_event_loop
-
-T = TypeVar("T")
+from .futures import CancelledError, Coroutine, Future, T, wake_all
+from .loop import get_running_loop
 
 
 class Task(Future[T]):
@@ -31,12 +29,12 @@ class Task(Future[T]):
         # None only while a step is scheduled or running.
         self._waiting_on: Future[Any] | None = None
         self._must_cancel = False
-        # How many cancel() calls are not taken back (asyncio's cancelling()): a timeout takes
-        # back its timer's, so one left over means the task is being cancelled from outside.
+        # How many cancel() calls are not taken back (cancelling()): a timeout takes back its
+        # timer's with uncancel(), so one left over means the task is cancelled from outside.
         self._cancel_requests = 0
         # The first step is scheduled, not run here: creating a task never runs its code
         # in the middle of the caller's code.
-        get_event_loop().call_soon(self._step)
+        get_running_loop().call_soon(self._step)
 
     def cancel(self) -> bool:
         """Raise CancelledError at the coroutine's paused `yield from`; False if already done."""
@@ -54,6 +52,15 @@ class Task(Future[T]):
             self._waiting_on.cancel()
         return True
 
+    def cancelling(self) -> int:
+        """Return how many cancel() requests are pending: not taken back by uncancel()."""
+        return self._cancel_requests
+
+    def uncancel(self) -> int:
+        """Take back one cancel() request, as a timeout does its own; return how many are left."""
+        self._cancel_requests -= 1
+        return self._cancel_requests
+
     def _step(self, exc: BaseException | None = None, value: Any = None) -> None:
         # Run the coroutine until its next pause. The paused generator frame *is* the
         # continuation: stage 1 had to spell it out as the next callback, while here send()
@@ -61,11 +68,8 @@ class Task(Future[T]):
         self._waiting_on = None
         if self._must_cancel:
             exc, self._must_cancel = CancelledError(), False
-        if tracer := get_event_loop().tracer:  # --trace: which task resumes, with what
-            try:
-                tracer.resume(self.name, self._coro, value if exc is None else exc)
-            except BaseException as error:  # stderr closed (PipeClosed), say: the coroutine
-                exc = error  # gets it at its `yield from`, so its finally blocks run
+        if observer := get_running_loop().observer:  # someone watches (--trace): tell it
+            observer.resume(self, value if exc is None else exc)
         # throw() is the cure for stack ripping: the exception appears inside the coroutine at
         # the very `yield from` that waited. A try/except there catches it, and if nothing
         # does, its traceback lists every coroutine frame, not just the loop's.
@@ -93,7 +97,7 @@ class Task(Future[T]):
                 # A bare `yield` where `yield from` was meant. Throwing the error in, at the
                 # next step, puts the offending line in the traceback.
                 bad_yield = RuntimeError(f"a task may only yield Futures, not {yielded!r}")
-                get_event_loop().call_soon(self._step, bad_yield)
+                get_running_loop().call_soon(self._step, bad_yield)
         finally:
             _running.pop()
 
@@ -108,7 +112,7 @@ class Task(Future[T]):
 def sleep(delay: float) -> Coroutine[None]:
     """Pause the calling coroutine for `delay` seconds while others run."""
     fut: Future[None] = Future()
-    handle = get_event_loop().call_later(delay, wake_all, [fut])  # the timer wakes the sleeper
+    handle = get_running_loop().call_later(delay, wake_all, [fut])  # the timer wakes the sleeper
     try:
         yield from fut  # suspends: waits for the timer
     finally:
@@ -136,23 +140,22 @@ class timeout:  # lower case, as contextlib.suppress: a class used like a functi
         self.delay, self.fired = delay, False
 
     def __enter__(self) -> None:
-        self.task = _running[-1]  # IndexError: timeout() works only in a coroutine a Task runs
-        self.cancels = self.task._cancel_requests
-        self.timer = get_event_loop().call_later(self.delay, self._expire)
+        if not _running:  # only a Task can be cancelled when time is up
+            raise RuntimeError("timeout() works only in a coroutine that a Task runs")
+        self.task = _running[-1]
+        self.cancels = self.task.cancelling()
+        self.timer = get_running_loop().call_later(self.delay, self._expire)
 
     def _expire(self) -> None:
         self.fired = self.task.cancel()  # the block is paused: its task is not done
 
     def __exit__(self, kind: object, exc: BaseException | None, traceback: object) -> None:
         self.timer.cancel()  # a block that ends in time leaves no timer behind
-        if self.fired and isinstance(exc, CancelledError):
-            # All the cancel() calls that come before the task's next step make one
-            # CancelledError, and a cancel from outside (Ctrl-C, the crawl's end) can come
-            # with the timer's, even in the same turn. Take back the timer's request: if
-            # none is left, the timer alone asked, and it is a timeout; if one is, the cancel
-            # stays a cancel (returning None lets it go on). Turned into a TimeoutError it
-            # would be lost, as the crawler retries a try that timed out. (asyncio's
-            # wait_for lost it that way until Python 3.12.)
-            self.task._cancel_requests -= 1
-            if self.task._cancel_requests == self.cancels:
-                raise TimeoutError(f"timed out after {self.delay} s") from exc
+        # All the cancel() calls that come before the task's next step make one CancelledError,
+        # and a cancel from outside (Ctrl-C, the crawl's end) can come with the timer's, even in
+        # the same turn. So the timer's request is taken back (uncancel): if none is left, the
+        # timer alone asked, and it is a timeout; if one is, the cancel stays a cancel
+        # (returning None lets it go on). Turned into a TimeoutError it would be lost, as the
+        # crawler retries a try that timed out. (asyncio's wait_for lost it so until 3.12.)
+        if self.fired and isinstance(exc, CancelledError) and self.task.uncancel() == self.cancels:
+            raise TimeoutError(f"timed out after {self.delay} s") from exc

@@ -16,8 +16,8 @@ from yarl import URL
 
 from shared import USER_AGENT, interrupt
 from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.observe import connection_traces
 from shared.responses import MAX_BODY
-from shared.trace import trace_coroutines
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
 # verify, a body shorter than its Content-Length, a garbage status line) and the timeout.
@@ -42,8 +42,9 @@ class Crawler(BaseCrawler):
         # No timeout of aiohttp's own (its default gives up connecting after 30 s): --timeout
         # bounds each try in fetch, from connect to last byte, as in stages 1 and 2.
         timeout = aiohttp.ClientTimeout()
+        traces = connection_traces(self.observer)  # someone watching hears of each connection
         async with aiohttp.ClientSession(
-            connector=connector, timeout=timeout, headers=headers, trace_configs=self.phase_traces()
+            connector=connector, timeout=timeout, headers=headers, trace_configs=traces
         ) as self.session:
             # aiohttp quietly repeats a GET once when the server hangs up before answering.
             # Retrying is the crawler's job (--max-tries counts every attempt), so turn that off.
@@ -132,23 +133,13 @@ class Crawler(BaseCrawler):
             return Response(resp.status, headers, b"".join(chunks))
 
 
-def task_name() -> str:
-    """Name the running task, for --trace ("worker-3")."""
-    task = asyncio.current_task()
-    return task.get_name() if task else "-"
-
-
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
     try:
         # asyncio.Runner (what asyncio.run uses) takes Ctrl-C as stages 1 and 2 do by hand:
         # the first one cancels the main task, and run() raises KeyboardInterrupt after.
-        with (
-            asyncio.Runner() as runner,
-            interrupt.left_to_asyncio(runner),
-            trace_coroutines(crawler.tracer, __file__, task_name),  # only with --trace
-        ):
+        with asyncio.Runner() as runner, interrupt.left_to_asyncio(runner):
             runner.run(crawler.crawl())
     except KeyboardInterrupt:
         return crawler.result(interrupted=True)

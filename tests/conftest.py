@@ -1,6 +1,6 @@
 """Test configuration: which stages the suite runs, and the test site fixtures.
 
-Adding a stage's package name to ``STAGES`` is all it takes to put it under the whole
+Adding a stage to ``shared.STAGES`` is all it takes to put it under the whole
 suite: every test that asks for the ``stage`` fixture runs once per stage.
 """
 
@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
+from shared import STAGES as ALL_STAGES
 from shared.crawling import Options
 from shared.testsite import ServerTLS, Site, local_tls, serve
 
-STAGES = ["stage1_callbacks", "stage2_generators", "stage3_asyncio"]
+STAGES = list(ALL_STAGES.values())  # the packages, in the order they are taught
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -20,8 +20,11 @@ from typing import Any
 import pytest
 from test_crawl import assert_matches_oracle
 
+from shared import STAGES
 from shared.crawling import Options
+from shared.observe import watching
 from shared.testsite import Site, serve
+from shared.timeline import Timeline
 from shared.tools.bench import pagecost, threaded
 from shared.tools.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
 from shared.tools.bench.compare import (
@@ -77,11 +80,12 @@ def test_threaded_retries_and_times_out_like_the_stages() -> None:
 
 def test_threaded_never_has_more_than_max_tasks_requests_at_once() -> None:
     site = Site(pages=60, traps=False, latency=0.05)
-    with serve(site) as base_url:
+    timeline = Timeline()
+    with serve(site) as base_url, watching(timeline):
         result = threaded.crawl([base_url], Options(max_tasks=4))
         assert site.max_in_flight == 4
         assert result.urls == set(site.expected(base_url))
-        assert peak_in_flight(result.to_json(timeline=True)["timeline"]) <= 4
+        assert peak_in_flight(timeline.to_json()["timeline"]) <= 4
 
 
 def test_threaded_max_pages_and_robots_txt(default_site: tuple[Site, str]) -> None:
@@ -105,25 +109,25 @@ def test_threaded_ctrl_c_gives_the_partial_result(
 
 @pytest.mark.parametrize(
     "module",
-    ["stage1_callbacks", "stage2_generators", "stage3_asyncio", "shared.tools.bench.threaded"],
+    [*STAGES.values(), "shared.tools.bench.threaded"],
 )
 def test_every_crawler_records_when_each_fetch_was_queued_and_connected(module: str) -> None:
     """Queued, begun, connected, ended, in that order, for every page; the JSON says so too."""
     crawl = importlib.import_module(module).crawl
     site = Site(pages=30, traps=False, latency=0.02)
-    with serve(site) as base_url:
+    timeline = Timeline()
+    with serve(site) as base_url, watching(timeline):
         result = crawl([base_url], Options(max_tasks=3, ignore_robots=True))
-    assert [entry[0] for entry in result.phases] == [entry[0] for entry in result.timeline]
+    assert [url for url, _, _ in timeline.timeline] == [stat.url for stat in result.fetches]
+    assert [entry[0] for entry in timeline.phases] == [entry[0] for entry in timeline.timeline]
     for (url, start, end), (_, queued, connected) in zip(
-        result.timeline, result.phases, strict=True
+        timeline.timeline, timeline.phases, strict=True
     ):
         assert connected is not None, url
         assert queued <= start <= connected <= end, url
-    assert result.phases[0][1] == 0.0  # the root, queued when the crawl began
+    assert timeline.phases[0][1] == 0.0  # the root, queued when the crawl began
     # Three at a time: the root's links wait in the queue, and are not counted in flight.
-    steps = phase_steps(
-        result.to_json(timeline=True)["timeline"], result.to_json(timeline=True)["phases"]
-    )
+    steps = phase_steps(timeline.to_json()["timeline"], timeline.to_json()["phases"])
     assert peak_queued(steps) > 0 and max(step.in_flight for step in steps) <= 3
 
 

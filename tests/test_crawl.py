@@ -24,6 +24,7 @@ import pytest
 
 from shared import USER_AGENT
 from shared.crawling import Options
+from shared.observe import watching
 from shared.robots import DISALLOWED as DISALLOWED_ERROR
 from shared.testsite import (
     DISALLOWED,
@@ -35,6 +36,7 @@ from shared.testsite import (
     serve_hosts,
 )
 from shared.testsite.oracle import assert_matches_oracle
+from shared.timeline import Timeline
 
 
 def test_default_site_gives_the_oracles_pages_and_records(
@@ -277,7 +279,9 @@ def test_robots_txt_is_obeyed_with_the_oracles_skipped_set(
 ) -> None:
     site, base_url = robots_site
     site.reset()
-    result = stage.crawl([base_url], Options())
+    timeline = Timeline()
+    with watching(timeline):
+        result = stage.crawl([base_url], Options())
     expected = site.expected(base_url)
     assert_matches_oracle(result, expected)
     skipped = {stat.url for stat in result.fetches if stat.error == DISALLOWED_ERROR}
@@ -285,7 +289,7 @@ def test_robots_txt_is_obeyed_with_the_oracles_skipped_set(
     assert {base_url + "traps/private/", base_url + "p/7", base_url + "p/70"} <= skipped
     assert not [path for path in site.requests if path.startswith(DISALLOWED)]
     # The pages waited for robots.txt: every other URL began after it was in.
-    times = {url: (start, end) for url, start, end in result.timeline}
+    times = {url: (start, end) for url, start, end in timeline.timeline}
     robots_end = times.pop(base_url + "robots.txt")[1]
     assert all(start >= robots_end for start, _ in times.values())
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from shared import STAGES
 from shared.tools.exercises import catalog, checking, workspace
 from shared.tools.exercises.bodies import body_text, empty_functions, locate, put_bodies, yields
 from shared.tools.exercises.cli import main
@@ -193,7 +194,7 @@ def test_start_makes_the_workspace_described(
     assert not (folder / "shared" / "tools" / "exercises").exists(), (
         "the tool and its hints stay home"
     )
-    for package in ["shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio"]:
+    for package in ["shared", *STAGES.values()]:
         for source in (ROOT / package).rglob("*.py"):
             relative = source.relative_to(ROOT)
             if relative.parts[:3] == ("shared", "tools", "exercises") or relative.as_posix() == (
@@ -420,7 +421,7 @@ def test_a_missing_ambiguous_or_one_line_function_is_refused() -> None:
 def test_every_function_of_the_code_can_be_emptied_and_put_back() -> None:
     """The machinery holds on all the code an exercise could name, not only on samples."""
     checked = 0
-    for package in ["shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio"]:
+    for package in ["shared", *STAGES.values()]:
         for path in (ROOT / package).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             tree = ast.parse(text)

@@ -462,7 +462,7 @@ def test_lab2_without_yield_from_no_connection_is_ever_made(tmp_path: Path) -> N
     assert all((r["status"], r["tries"]) == (None, 4) for r in records.values())
     # The guide's question names the other `yield from` one could forget.
     lines = (ROOT / "stage2_generators" / "crawler.py").read_text("utf-8").splitlines()
-    assert "line 126" in text and "yield from sock_recv(" in lines[126 - 1]
+    assert "line 127" in text and "yield from sock_recv(" in lines[127 - 1]
     if sys.platform == "linux":  # elsewhere the send may fail with another OSError
         assert failed.endswith("raise BrokenPipeError")
         assert {r["error"] for r in records.values()} == {"BrokenPipeError: [Errno 32] Broken pipe"}

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from shared import STAGES
+
 ROOT = Path(__file__).resolve().parent.parent
-STAGE_PACKAGES = ("stage1_callbacks", "stage2_generators", "stage3_asyncio")
+STAGE_PACKAGES = tuple(STAGES.values())
 TOOLS = ROOT / "shared" / "tools"
 
 

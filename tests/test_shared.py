@@ -12,10 +12,12 @@ from shared import USER_AGENT
 from shared.cli import parse_args
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
 from shared.links import parse_links
+from shared.observe import Observer, watching
 from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
 from shared.robots import DISALLOWED, parse_robots, robots_url
 from shared.testsite import ROBOTS_TXT
+from shared.timeline import Timeline
 from shared.tls import certificate_error, ssl_context
 from shared.urls import UrlRules, normalize
 
@@ -287,25 +289,60 @@ def test_interrupted_result_keeps_urls_in_flight() -> None:
     assert result.by_url()["http://h/slow"].error
 
 
-def test_phases_keep_when_a_url_was_queued_and_its_last_try_connected(
+def test_a_timeline_notes_when_each_url_was_queued_begun_connected_and_ended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    clock = iter([0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0])
-    crawler = BaseCrawler(["http://h/"], Options(max_tries=2, ignore_robots=True))
-    monkeypatch.setattr(crawler, "now", lambda: next(clock))
-    assert crawler.begin("http://h/")  # begun at 0.5, queued at 0: a root
-    crawler.connected("http://h/")  # 1.0
-    crawler.connected("http://elsewhere/")  # not in flight: ignored, takes no time
-    items = crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)  # 1.5, 2.0
-    assert items == [("http://h/a", 10)]
-    assert crawler.begin("http://h/a")  # 2.5
-    crawler.connected("http://h/a")  # 3.0: the first try connects, then fails
+    timeline = Timeline()
+    with watching(timeline):
+        crawler = BaseCrawler(["http://h/"], Options(max_tries=2, ignore_robots=True))
+    now = [0.0]
+    monkeypatch.setattr(crawler, "now", lambda: now[0])
+    now[0] = 0.5
+    assert crawler.begin("http://h/")  # queued at 0: a root
+    now[0] = 1.0
+    assert crawler.observer is timeline
+    crawler.observer.connected("http://h/")
+    crawler.observer.connected("http://elsewhere/")  # not in flight: ignored
+    now[0] = 2.0
+    items = crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)
+    assert items == [("http://h/a", 10)]  # queued at 2.0
+    now[0] = 2.5
+    assert crawler.begin("http://h/a")
+    now[0] = 3.0
+    crawler.observer.connected("http://h/a")  # the first try connects, then fails
     assert not crawler.failed_try("http://h/a", 1, ConnectionResetError())
-    assert crawler.failed_try("http://h/a", 2, ConnectionRefusedError())  # 3.5: never connected
-    result = crawler.result()
-    assert result.timeline == [("http://h/", 0.5, 2.0), ("http://h/a", 2.5, 3.5)]
-    assert result.phases == [("http://h/", 0.0, 1.0), ("http://h/a", 1.5, None)]
-    assert crawler.queued_at == {} and crawler.connected_at == {}  # nothing kept once recorded
+    now[0] = 3.5
+    assert crawler.failed_try("http://h/a", 2, ConnectionRefusedError())  # never connected
+    assert timeline.timeline == [("http://h/", 0.5, 2.0), ("http://h/a", 2.5, 3.5)]
+    assert timeline.phases == [("http://h/", 0.0, 1.0), ("http://h/a", 2.0, None)]
+    assert timeline.queued_at == timeline.started_at == timeline.connected_at == {}
+
+
+def test_a_crawl_nobody_watches_keeps_no_times_and_tells_no_one() -> None:
+    crawler = BaseCrawler(["http://h/"], Options(ignore_robots=True))
+    assert crawler.observer is None
+    assert crawler.begin("http://h/")
+    crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)
+    kept = set(vars(crawler))
+    assert not kept & {"timeline", "phases", "queued_at", "connected_at", "tracer"}, kept
+
+
+def test_observers_hear_the_crawls_that_begin_while_they_watch() -> None:
+    heard: list[str] = []
+
+    class Ear(Observer):
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def fetch_started(self, url: str) -> None:
+            heard.append(f"{self.name} {url}")
+
+    with watching(Ear("outer")):
+        with watching(Ear("inner")):
+            BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/")
+        BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/x")
+    BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/y")
+    assert heard == ["outer http://h/", "inner http://h/", "outer http://h/x"]
 
 
 # --- robots.txt and TLS, the shared part ----------------------------------------------
@@ -500,8 +537,6 @@ def sample_result() -> CrawlResult:
         stats,
         0.5,
         max_tasks=10,
-        timeline=[("http://h/", 0.0, 0.1)],
-        phases=[("http://h/", 0.0, 0.02)],
     )
 
 
@@ -519,7 +554,9 @@ def test_report_has_a_line_per_url_and_totals() -> None:
 
 def test_json_document_has_the_documented_fields() -> None:
     out = io.StringIO()
-    write_json(sample_result(), out, timeline=True)
+    timeline = Timeline()  # what --timeline adds
+    timeline.timeline, timeline.phases = [("http://h/", 0.0, 0.1)], [("http://h/", 0.0, 0.02)]
+    write_json(sample_result(), out, timeline.to_json())
     doc = json.loads(out.getvalue())
     keys = {"stage", "roots", "elapsed_s", "interrupted", "fetches", "timeline", "phases"}
     assert set(doc) == keys

@@ -196,10 +196,10 @@ def test_a_table_entry_that_names_a_missing_piece_is_reported_not_half_used(
 
 
 def test_pieces_only_on_one_side_have_a_blank_other_side() -> None:
-    compared = view("stage2", "stage3")
+    compared = view("stage2", "stage1")
     alone = [s for s in compared.sections if not s.left]
-    assert [names(s.right) for s in alone] == [["task_name"]]
-    assert all(row.mark == RIGHT_ONLY and row.left is None for row in alone[0].rows)
+    assert [names(s.right) for s in alone] == [["Crawler.fetch"], ["Crawler.cancel"]]
+    assert all(row.mark == RIGHT_ONLY and row.left is None for s in alone for row in s.rows)
 
 
 # --- alignment ----------------------------------------------------------------------------

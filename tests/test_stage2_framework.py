@@ -23,8 +23,9 @@ import pytest
 from shared.httpwire import address, request_bytes
 from shared.testsite import ServerTLS
 from shared.tls import ssl_context, tls_socket
+from stage2_generators import loop as loop_module
 from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
-from stage2_generators.loop import EventLoop, Handle, get_event_loop
+from stage2_generators.loop import EventLoop, Handle, get_running_loop
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
 from stage2_generators.tasks import Task, sleep, timeout
@@ -125,7 +126,7 @@ def raise_after_pause() -> Coroutine[None]:
 def fail_from_loop() -> Coroutine[None]:
     """Wait for a future that a loop callback fails: the exception arrives from outside."""
     fut: Future[None] = Future()
-    get_event_loop().call_soon(fut.set_exception, ValueError("set by a callback"))
+    get_running_loop().call_soon(fut.set_exception, ValueError("set by a callback"))
     yield from fut
 
 
@@ -648,10 +649,38 @@ def test_a_timeout_that_fired_inside_another_leaves_the_outer_one_a_timeout(
         loop.run_until_complete(nested())
 
 
-def test_timeout_outside_a_task_is_an_error(loop: EventLoop) -> None:
-    """timeout() needs the task to cancel: plain code has none."""
-    with pytest.raises(IndexError), timeout(1):
+def test_timeout_outside_a_task_is_an_error_that_says_so(loop: EventLoop) -> None:
+    """timeout() needs the task to cancel: plain code has none, and is told so in a sentence."""
+    with pytest.raises(RuntimeError, match="only in a coroutine that a Task runs"), timeout(1):
         pass
+
+
+def test_without_an_event_loop_a_task_says_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No loop running: asking for one raises, as asyncio's does; none is made on the quiet."""
+    monkeypatch.setattr(loop_module, "_running_loop", None)  # no loop, whatever ran before
+    with pytest.raises(RuntimeError, match="no running event loop"):
+        get_running_loop()
+    with pytest.raises(RuntimeError, match="no running event loop"):
+        Task(sleep(0))
+    assert loop_module._running_loop is None
+
+
+def test_uncancel_takes_back_one_request_as_asyncio_does(loop: EventLoop) -> None:
+    """cancelling() counts the requests not taken back; uncancel() takes one back."""
+
+    def waiter() -> Coroutine[None]:
+        yield from Future()
+
+    task = Task(waiter())
+    assert task.cancelling() == 0
+    task.cancel()
+    task.cancel()
+    assert task.cancelling() == 2
+    assert task.uncancel() == 1 and task.cancelling() == 1
+    with pytest.raises(CancelledError):
+        loop.run_until_complete(task)  # one request is left: it is still a cancel
 
 
 def test_a_timer_cancelled_in_the_turn_it_fell_due_does_not_run(loop: EventLoop) -> None:

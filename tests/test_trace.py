@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 from types import ModuleType
 
+import aiohttp
 import pytest
 
 import stage3_asyncio as stage3
 from shared.crawling import Options
+from shared.observe import watching
 from shared.testsite import Site, serve
-from shared.trace import summarize
+from shared.timeline import Timeline
+from shared.trace import Tracer, summarize
 
 # "  0.0123  fd 8             readable -> _on_readable       http://127.0.0.1:5000/p/1"
 LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\S+|-)$")
@@ -19,8 +22,8 @@ LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\
 def traced_steps(stage: ModuleType, capsys: pytest.CaptureFixture[str]) -> list[re.Match[str]]:
     """Crawl a 6-page site with two tasks and --trace; return each step's line, parsed."""
     site = Site(pages=6, traps=False)
-    with serve(site) as base_url:
-        result = stage.crawl([base_url], Options(trace=True, max_tasks=2, ignore_robots=True))
+    with serve(site) as base_url, watching(Tracer()):  # what --trace does
+        result = stage.crawl([base_url], Options(max_tasks=2, ignore_robots=True))
     assert len(result.fetches) == 6
     lines = capsys.readouterr().err.splitlines()
     matches = [LINE.match(line) for line in lines]
@@ -95,3 +98,26 @@ def test_summaries_are_short() -> None:
     assert summarize(("http://h/" + "a" * 80, 10)).endswith("...")
     assert summarize(None) == "None"
     assert summarize(object()) == "object"
+
+
+def test_stage3_makes_an_aiohttp_trace_config_only_for_someone_watching(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Connections are news only to an observer: a crawl nobody watches asks aiohttp for none."""
+    made: list[aiohttp.TraceConfig] = []
+
+    class Counted(aiohttp.TraceConfig):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(aiohttp, "TraceConfig", Counted)
+    site = Site(pages=3, traps=False)
+    with serve(site) as base_url:
+        stage3.crawl([base_url], Options(ignore_robots=True))
+        assert made == []
+        timeline = Timeline()
+        with watching(timeline):
+            stage3.crawl([base_url], Options(ignore_robots=True))
+    assert len(made) == 1
+    assert all(connected is not None for _, _, connected in timeline.phases)

@@ -36,9 +36,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared import STAGES
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "out"  # where --html writes by default: git ignores it
-STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
 
 #: The marks of the middle column, and what they say about the row.
 SAME, CHANGED, LEFT_ONLY, RIGHT_ONLY = " ", "|", "<", ">"

@@ -9,7 +9,6 @@ a fresh stage 2 EventLoop and drives it for a few seconds at most.
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import traceback
 from collections.abc import Callable
@@ -18,11 +17,10 @@ from typing import Any, TypeVar
 import pytest
 from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
-from shared.interrupt import PipeClosed
-from shared.trace import Tracer
+from shared.observe import Observer
 from stage2_generators import tasks
 from stage2_generators.futures import CancelledError, Coroutine, Future
-from stage2_generators.loop import EventLoop, get_event_loop
+from stage2_generators.loop import EventLoop, get_running_loop
 from stage2_generators.tasks import Task, sleep
 
 T = TypeVar("T")
@@ -36,14 +34,14 @@ def frame_names(exc: BaseException) -> list[str]:
 def resolve_soon(value: Any) -> Future[Any]:
     """A pending future that the loop resolves with `value` on its next turn."""
     fut: Future[Any] = Future()
-    get_event_loop().call_soon(fut.set_result, value)
+    get_running_loop().call_soon(fut.set_result, value)
     return fut
 
 
 def fail_soon(exc: BaseException) -> Future[Any]:
     """A pending future that the loop fails with `exc` on its next turn."""
     fut: Future[Any] = Future()
-    get_event_loop().call_soon(fut.set_exception, exc)
+    get_running_loop().call_soon(fut.set_exception, exc)
     return fut
 
 
@@ -360,23 +358,19 @@ def test_keyboard_interrupt_settles_the_task_and_stops_the_loop(loop: EventLoop)
     assert isinstance(task.exception(), KeyboardInterrupt)
 
 
-class RecordingTracer(Tracer):
-    """A --trace that records each resumption, and raises PipeClosed at call `fail_at`."""
+class Listener(Observer):
+    """Someone watching the crawl (as --trace does): keeps each resumption it is told of."""
 
-    def __init__(self, fail_at: int | None = None) -> None:
-        super().__init__(io.StringIO())
+    def __init__(self) -> None:
         self.calls: list[tuple[str, Any]] = []
-        self.fail_at = fail_at
 
-    def resume(self, who: str, coro: Any, value: Any) -> None:
-        self.calls.append((who, value))
-        if len(self.calls) == self.fail_at:
-            raise PipeClosed("nobody reads the trace any more")
+    def resume(self, task: Any, value: Any) -> None:
+        self.calls.append((task.name, value))
 
 
 @pytest.mark.task(taskno=3)
-def test_trace_reports_each_resumption_with_its_value_or_error() -> None:
-    """With --trace, every step tells the tracer which task resumes, and with what."""
+def test_an_observer_hears_each_resumption_with_its_value_or_error() -> None:
+    """With --trace, every step tells the loop's observer which task resumes, and with what."""
 
     def reader() -> Coroutine[str]:
         value = yield from resolve_soon(42)
@@ -384,35 +378,32 @@ def test_trace_reports_each_resumption_with_its_value_or_error() -> None:
             yield from fail_soon(ValueError("bad"))
         return f"read {value}"
 
-    tracer = RecordingTracer()
-    loop = EventLoop(tracer)
+    listener = Listener()
+    loop = EventLoop(listener)
     try:
         assert run(loop, Task(reader(), name="reader")) == "read 42"
     finally:
         loop.close()
-    assert [who for who, _ in tracer.calls] == ["reader"] * 3
-    assert tracer.calls[0][1] is None and tracer.calls[1][1] == 42
-    assert isinstance(tracer.calls[2][1], ValueError)
+    assert [who for who, _ in listener.calls] == ["reader"] * 3
+    assert listener.calls[0][1] is None and listener.calls[1][1] == 42
+    assert isinstance(listener.calls[2][1], ValueError)
 
 
 @pytest.mark.task(taskno=3)
-def test_an_error_from_the_tracer_is_thrown_in_so_finally_blocks_run() -> None:
-    """The trace's reader went away: PipeClosed lands at the `yield from`, like any error."""
-    loop = EventLoop(RecordingTracer(fail_at=2))
-    events: list[str] = []
+def test_an_observer_hears_a_cancel_as_the_error_thrown_in() -> None:
+    """A pending cancel becomes the CancelledError of the step, and the observer is told so."""
+    listener = Listener()
+    loop = EventLoop(listener)
 
-    def traced() -> Coroutine[None]:
-        try:
-            yield from resolve_soon(None)
-            events.append("resumed")
-        finally:
-            events.append("finally")
+    def waiter() -> Coroutine[None]:
+        yield from Future()  # nobody resolves it: only a cancel ends the wait
 
     try:
-        task = Task(traced())
-        with pytest.raises(PipeClosed):
+        task = Task(waiter(), name="waiter")
+        loop.call_later(0.01, task.cancel)
+        with pytest.raises(CancelledError):
             run(loop, task)
     finally:
         loop.close()
-    assert events == ["finally"], "the coroutine ran on, or never got the error"
-    assert task.done() and isinstance(task.exception(), PipeClosed)
+    assert [who for who, _ in listener.calls] == ["waiter"] * 2
+    assert isinstance(listener.calls[1][1], CancelledError)

@@ -15,7 +15,7 @@ import pytest
 from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future
-from stage2_generators.loop import EventLoop, Handle, get_event_loop
+from stage2_generators.loop import EventLoop, Handle, get_running_loop
 from stage2_generators.sockets import sock_recv
 from stage2_generators.tasks import Task, sleep, timeout
 
@@ -131,12 +131,12 @@ def test_cancel_counts_every_request(loop: EventLoop) -> None:
     loop.run_once()  # the coroutine now sleeps
     assert task.cancel() is True
     assert task.cancel() is True, "the first request has not landed: the task is not done"
-    assert task._cancel_requests == 2, "each cancel() of a task not done counts"
+    assert task.cancelling() == 2, "each cancel() of a task not done counts"
     with pytest.raises(CancelledError):
         run(loop, task)
     assert events == ["sleeping", "finally"]
     assert task.cancel() is False
-    assert task._cancel_requests == 2, "a task that is done counts no more requests"
+    assert task.cancelling() == 2, "a task that is done counts no more requests"
 
 
 @pytest.mark.task(taskno=1)
@@ -150,7 +150,7 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
         events.append("asked")
         try:
             fut: Future[None] = Future()
-            get_event_loop().call_soon(fut.set_result, None)
+            get_running_loop().call_soon(fut.set_result, None)
             yield from fut
             events.append("resumed")
         except CancelledError:

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared import STAGES
+
 #: The root of the repository: stage packages and shared/ live here.
 ROOT = Path(__file__).resolve().parents[3]
 #: The launcher that measures a crawler's peak memory (run as a script, see its docstring).
@@ -48,9 +50,7 @@ def _package_files(package: str) -> tuple[Path, ...]:
 
 #: The three stages and the baseline, in the order they are shown.
 CRAWLERS = (
-    Crawler("stage1_callbacks", "stage1_callbacks", _package_files("stage1_callbacks")),
-    Crawler("stage2_generators", "stage2_generators", _package_files("stage2_generators")),
-    Crawler("stage3_asyncio", "stage3_asyncio", _package_files("stage3_asyncio")),
+    *(Crawler(package, package, _package_files(package)) for package in STAGES.values()),
     Crawler(
         "threaded",
         "shared.tools.bench.threaded",

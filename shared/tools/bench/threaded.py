@@ -149,8 +149,9 @@ class Crawler(BaseCrawler):
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             sock.settimeout(remaining(deadline))
             sock.connect(sockaddr)  # blocks: until connected
-            with self.lock:
-                self.connected(url)  # for the timeline: connecting is over, reading begins
+            if self.observer:  # someone watches (--timeline): connecting is over, reading begins
+                with self.lock:
+                    self.observer.connected(url)
             if url.startswith("https:"):
                 # With blocking sockets TLS is one call: the handshake simply blocks too.
                 host = urlsplit(url).hostname

@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from shared import STAGES
+
 #: The repository: shared/tools/exercises/catalog.py is three levels below it.
 ROOT = Path(__file__).resolve().parents[3]
 EXERCISES = ROOT / "shared" / "tools" / "exercises"
-STAGES = ("stage1_callbacks", "stage2_generators", "stage3_asyncio", "shared", "all")
+#: What an exercise's ``stage`` may be: a stage's package, the shared code, or all of them.
+STAGE_CHOICES = (*STAGES.values(), "shared", "all")
 
 
 class ExerciseError(ValueError):
@@ -86,8 +89,8 @@ def load(folder: Path) -> Exercise:
     if not isinstance(order, int) or isinstance(order, bool):
         raise ExerciseError(f"{where}: `order` must be an integer")
     stage = _text(data, "stage", where)
-    if stage not in STAGES:
-        raise ExerciseError(f"{where}: `stage` must be one of {', '.join(STAGES)}")
+    if stage not in STAGE_CHOICES:
+        raise ExerciseError(f"{where}: `stage` must be one of {', '.join(STAGE_CHOICES)}")
     targets = []
     for entry in _texts(data, "replace", where):
         path, colon, qualname = entry.partition(":")

@@ -15,11 +15,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from shared import STAGES
 from shared.tools.exercises.bodies import BodyError, body_text, empty_functions, put_bodies
 from shared.tools.exercises.catalog import ROOT, Exercise
 
 MARKER = ".exercise.json"
-PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
+PACKAGES = ("shared", *STAGES.values())
 SHARED_FILES = ("pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py")
 BACKUP = ".before-solve"  # where solve keeps the files it changed, as they were
 #: Where workspaces go by default, and the hint counts of exercises without one.

@@ -21,11 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from shared import STAGES
 from shared.cli import configure_logging, parse_args
 from shared.tools.show.page import TITLES, crawl_data, interesting_step, write
 from shared.tools.show.record import recording
 
-STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
 #: The crawl the page shows unless told otherwise: small enough to follow step by step.
 DEFAULTS = ["--site-pages", "6", "--max-tasks", "2", "--site-latency", "0.1", "--ignore-robots"]
 

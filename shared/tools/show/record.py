@@ -1,9 +1,9 @@
 """Record every step of a crawl's event loop as data, for the step-through page.
 
-:class:`Recorder` plugs in where ``--trace``'s :class:`~shared.trace.Tracer` does: each
-stage calls it at every step of its loop (stage 1's ``EventLoop.run_once``, stage 2's
-``Task._step``, stage 3's profile hook in :func:`~shared.trace.trace_coroutines`), and
-instead of printing a line it keeps what ran, why, the chain of frames with their line
+:class:`Recorder` is ``--trace``'s :class:`~shared.trace.Tracer`, an observer of the crawl
+(shared/observe.py): it hears every step of the loop (stage 1's loop running a callback,
+stage 2's ``Task._step``, stage 3's profile hook in :func:`~shared.trace.trace_coroutines`),
+and instead of printing a line it keeps what ran, why, the chain of frames with their line
 numbers, and the state of the loop at that moment.
 
 The loop's state is read by looking at the loop from here, not by hooks in the stages:
@@ -30,7 +30,8 @@ from types import CodeType, FrameType
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from shared.trace import Tracer, coroutine_chain, summarize
+from shared.observe import watching
+from shared.trace import Tracer, callback_event, coroutine_chain, summarize
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: paths are shown from here
 
@@ -129,7 +130,7 @@ class Recorder(Tracer):
         self.echo = echo is not None
         self.package = package
         self.look: Look = LOOKS[package](self)
-        self.crawler: Any = None  # the Crawler being watched, once attach() is called
+        self.crawler: Any = None  # the Crawler being watched, once its crawl has started
         self.steps: list[Step] = []
         self.actors: list[Actor] = []
         self.states: list[State] = []
@@ -140,10 +141,10 @@ class Recorder(Tracer):
         self._state_ids: dict[State, int] = {}
         self._context: tuple[Any, ...] = ()  # what callback() or resume() saw, for line()
 
-    def attach(self, crawler: object) -> None:
+    def crawl_started(self, crawler: Any) -> None:
         """Watch this crawler's loop; the clock starts now, as a Tracer's does."""
         self.crawler = crawler
-        self.t0 = time.monotonic()
+        super().crawl_started(crawler)
 
     def actor(self, obj: object, name: str, url: str | None = None) -> int:
         """The index of ``obj``'s actor, made on first sight."""
@@ -157,18 +158,15 @@ class Recorder(Tracer):
         """The index of ``obj``'s actor, or -1 if it has none yet."""
         return self._actor_ids.get(id(obj), -1)
 
-    def callback(self, who: str, event: str, callback: Callable[..., object]) -> None:
+    def callback(self, callback: Callable[..., object], args: tuple[Any, ...]) -> None:
         """Stage 1: the loop is about to run a callback."""
-        self._context = ("callback", who, event, callback)
-        super().callback(who, event, callback)
+        self._context = ("callback", *callback_event(args), callback)
+        super().callback(callback, args)
 
-    def resume(self, who: str, coro: Any, value: Any) -> None:
+    def resume(self, task: Any, value: Any) -> None:
         """Stage 2: a task is about to resume its coroutine."""
-        # The Task itself is not passed, only its name, which is not unique ("robots.txt"):
-        # the caller is Task._step, whose ``self`` it is.
-        task = sys._getframe(1).f_locals.get("self")
-        self._context = ("resume", who, task, coro, value)
-        super().resume(who, coro, value)
+        self._context = ("resume", task.name, task, task._coro, value)
+        super().resume(task, value)
 
     def line(self, who: str, what: str, url: str | None = None) -> None:
         """Record one step; stage 3 calls this directly, stages 1 and 2 through the above."""
@@ -323,7 +321,7 @@ class Stage2Look(Look):
         """Sockets, the ready queue, the timers, and what each task waits for."""
         from stage2_generators import loop as loop_module
 
-        loop = loop_module._current_loop  # not get_event_loop(): that would make a loop
+        loop = loop_module._running_loop  # not get_running_loop(): that raises without one
         if loop is None or loop._selector.get_map() is None:
             return State(0, 0, -1, (), ())
         running = context[2] if context else None
@@ -514,24 +512,9 @@ LOOKS: dict[str, type[Look]] = {
 def recording(package: str, echo: TextIO | None = None) -> Iterator[Recorder]:
     """Within this block, a crawl by ``package``'s ``crawl()`` is recorded.
 
-    No stage has a hook for this, and none should grow one: the block swaps the stage's
-    Crawler class for a subclass that sets its ``tracer`` to the recorder, the attribute
-    each stage's loop already reports to.  ``crawl()`` looks the class up when called.
+    The recorder watches as every observer does (shared/observe.py): a crawl that begins
+    in the block tells it each step, and nothing of the stage is replaced.
     """
-    import importlib
-
-    module: Any = importlib.import_module(f"{package}.crawler")
-    original: type[Any] = module.Crawler
     recorder = Recorder(package, echo)
-
-    class Recorded(original):  # type: ignore[misc]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.tracer = recorder
-            recorder.attach(self)
-
-    module.Crawler = Recorded
-    try:
+    with watching(recorder):
         yield recorder
-    finally:
-        module.Crawler = original
