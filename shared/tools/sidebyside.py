@@ -1,14 +1,11 @@
 """Two stages' crawlers side by side, function beside function: ``nox -s diff -- stage1 stage2``.
 
 A plain diff of stage 1 against stage 2 is one hunk: the code moved as well as changed
-(stage 1's ``Fetcher`` became ``Crawler.request``, elsewhere in the file).  So each file is
-cut with :mod:`ast` into pieces (functions, methods, a class's own lines, the module's code
-between them); the pieces are paired by qualified name, or where stage 1 has other names by
-:data:`STAGE1_TO_LATER`, the chapter's correspondences; and each pair's lines are aligned
-with :class:`difflib.SequenceMatcher`, so that ``yield from self.q.get()`` sits beside
-``await self.q.get()``.  Out come two columns, one HTML page (``--html``) or difflib's
-unified diff (``--unified``).  Blank lines are left out.  Standard library only: nox runs
-this on its own Python.
+(stage 1's ``Fetcher`` became ``Crawler.request``).  So each file is cut with :mod:`ast`
+into pieces (functions, methods, a class's own lines, module code), paired by name or by
+:data:`STAGE1_TO_LATER`, and each pair's lines are aligned with difflib, ``yield from
+self.q.get()`` beside ``await self.q.get()``: two columns, a page (``--html``), or
+difflib's unified diff (``--unified``).  Standard library only: nox runs it on its Python.
 """
 
 from __future__ import annotations
@@ -37,18 +34,15 @@ STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3":
 SAME, CHANGED, LEFT_ONLY, RIGHT_ONLY = " ", "|", "<", ">"
 MEANING = {SAME: "the same (indentation aside)", CHANGED: "changed"}
 MEANING |= {LEFT_ONLY: "only on the left", RIGHT_ONLY: "only on the right"}
-
-#: Two lines that differ are one line edited if this share of their characters match
-#: (difflib's ratio); their changed words are then worth marking.
-SIMILAR = 0.6
-#: In a stretch with no such pair, lines this much alike still stand side by side: one
-#: took the other's place.  Any lower, and chance (``self.``, brackets) would decide.
-RESEMBLE = 0.4
+#: Two changed lines stand side by side if this share of their characters match (difflib's
+#: ratio): one took the other's place; any lower, and chance (``self.``, brackets) decides.
+#: From SIMILAR on they are one line edited, and the words that differ are marked.
+RESEMBLE, SIMILAR = 0.4, 0.6
 
 
 @dataclass(frozen=True)
 class Correspondence:
-    """Pieces of stage 1, and those of stages 2 and 3 that took over their job, and why.
+    """Pieces of stage 1, those of stages 2 and 3 that took over their job, and why.
 
     ``Fetcher.*`` stands for the class's own lines and all its methods, in file order.
     """
@@ -65,8 +59,8 @@ STAGE1_TO_LATER = (
         ("Fetcher.*",),
         ("Crawler.request", "Crawler.fetch"),
         "A try's chain of callbacks, its state kept in attributes, becomes one coroutine with "
-        "local variables (request). The retries in start, _on_timeout and _fail become the loop "
-        "in fetch.",
+        "local variables (request). The retries in start, _on_timeout and _fail become the "
+        "loop in fetch.",
     ),
     Correspondence(
         ("Crawler.fetch",),
@@ -78,21 +72,21 @@ STAGE1_TO_LATER = (
         ("Crawler.work", "Crawler.finished", "Crawler.callback_failed"),
         ("Crawler.work",),
         "Stage 1 calls work() again after every fetch (finished), and only the loop sees an "
-        "exception in a callback (callback_failed). Stages 2 and 3 keep workers waiting at the "
-        "queue, and catch it with try/except around the fetch.",
+        "exception in a callback (callback_failed). Stages 2 and 3 keep workers waiting at "
+        "the queue, and catch it with try/except around the fetch.",
     ),
     Correspondence(
         ("Crawler.park",),
         ("Crawler.robots",),
-        "Pages parked by hand until their robots.txt is in, against pages that wait on the Task "
-        "fetching it.",
+        "Pages parked by hand until their robots.txt is in, against pages that wait on the "
+        "Task fetching it.",
     ),
     Correspondence(
         ("Crawler.cancel",),
         (),
         "Ctrl-C: stage 1 closes every Fetcher by hand. Stages 2 and 3 cancel the main task "
-        "(stage 2's module-level crawl arranges it, stage 3 leaves it to asyncio.Runner), and "
-        "Crawler.crawl's finally cancels the workers.",
+        "(stage 2's module-level crawl arranges it, stage 3 leaves it to asyncio.Runner), "
+        "and Crawler.crawl's finally cancels the workers.",
     ),
 )
 
@@ -107,49 +101,46 @@ class Line:
 
 @dataclass(frozen=True)
 class Piece:
-    """A named part of a module: a function, a method, a class's own lines, module code."""
+    """A function, a method, a class's own lines or module code: its lines, blank ones out."""
 
     name: str
-    lines: tuple[Line, ...]  # in the order of the file, blank lines left out
+    lines: tuple[Line, ...]
 
 
 @dataclass(frozen=True)
 class Row:
-    """One row of the side-by-side view: a line on either side, or on one only."""
+    """A line on either side, or on one only, and a mark; ``similar``: one line edited."""
 
-    mark: str  # SAME, CHANGED, LEFT_ONLY or RIGHT_ONLY
+    mark: str
     left: Line | None
     right: Line | None
-    similar: bool = False  # CHANGED, and alike enough that the words that differ matter
+    similar: bool = False
 
 
 @dataclass(frozen=True)
 class Section:
-    """A pair of groups of pieces doing the same job, and their aligned lines."""
+    """Pieces on the left and right that do one job (a side may have none), their names
+    ("Crawler.work + Crawler.finished"), why they pair (from the table), the lines they
+    span ("208-219, 239-245") and their aligned rows."""
 
-    left: tuple[Piece, ...]  # either side may be empty: a piece with no counterpart
+    left: tuple[Piece, ...]
     right: tuple[Piece, ...]
-    left_label: str  # the pieces' names: "Crawler.work + Crawler.finished"
+    left_label: str
     right_label: str
-    why: str  # from the table; empty for a pair by name
-    left_lines: str = ""  # the lines they span: "208-219, 239-245"
+    why: str = ""
+    left_lines: str = ""
     right_lines: str = ""
     rows: tuple[Row, ...] = ()
 
 
 @dataclass(frozen=True)
 class SideBySide:
-    """Two files, compared section by section."""
+    """Two files, compared section by section, and the table entries that did not apply."""
 
     left_name: str
     right_name: str
     sections: tuple[Section, ...]
-    problems: tuple[str, ...]  # table entries that did not apply, and why
-
-
-# --- step 1: pieces --------------------------------------------------------------------
-
-DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    problems: tuple[str, ...]
 
 
 def pieces(source: str, filename: str = "<unknown>") -> list[Piece]:
@@ -163,35 +154,24 @@ def pieces(source: str, filename: str = "<unknown>") -> list[Piece]:
 
     def claim(body: Iterable[ast.stmt], prefix: str) -> None:
         for node in body:
-            if not isinstance(node, DEFINITIONS):
-                continue
-            name = prefix + node.name
-            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            while first > 1 and text[first - 2].startswith(" " * node.col_offset + "#"):
-                first -= 1
-            for number in range(first, (node.end_lineno or node.lineno) + 1):
-                owner[number] = name
-            if isinstance(node, ast.ClassDef):
-                claim(node.body, name + ".")  # a method's lines leave its class's own
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                while first > 1 and text[first - 2].startswith(" " * node.col_offset + "#"):
+                    first -= 1
+                lines = range(first, (node.end_lineno or first) + 1)
+                owner.update(dict.fromkeys(lines, prefix + node.name))
+                if isinstance(node, ast.ClassDef):
+                    claim(node.body, f"{prefix}{node.name}.")  # its methods leave its own lines
 
     claim(ast.parse(source, filename).body, "")
     found: dict[str, list[Line]] = {}
-    previous = ""
+    name = ""
     for number, line in enumerate(text, start=1):
-        if not line.strip():
-            continue
-        name = owner.get(number, "")
-        if not name:  # module code: each run between definitions is a piece of its own
-            if previous.startswith("<module>"):
-                name = previous
-            else:
-                name = f"<module> after {previous}" if "<module>" in found else "<module>"
-        found.setdefault(name, []).append(Line(number, line.expandtabs()))
-        previous = name
+        if line.strip():  # module code: each run between definitions is a piece of its own
+            after = name if name.startswith("<module>") else f"<module> after {name}"
+            name = owner.get(number) or (after if "<module>" in found else "<module>")
+            found.setdefault(name, []).append(Line(number, line.expandtabs()))
     return [Piece(name, tuple(lines)) for name, lines in found.items()]
-
-
-# --- step 2: pairs ---------------------------------------------------------------------
 
 
 def stage_of(path: Path) -> str | None:
@@ -200,7 +180,7 @@ def stage_of(path: Path) -> str | None:
 
 
 def pair(
-    left: list[Piece], right: list[Piece], stages: list[str | None]
+    left: list[Piece], right: list[Piece], table: list[Correspondence]
 ) -> tuple[list[Section], list[str]]:
     """Pair two files' pieces: by the table first, then by name; the rest stay alone.
 
@@ -208,84 +188,52 @@ def pair(
     not used: an entry is skipped whole if one of its names is missing or already taken,
     for half of a correspondence would be a wrong one.
     """
-    table = [(c.stage1, c.later, c.why) for c in STAGE1_TO_LATER]
-    if stages[0] in ("stage2", "stage3") and stages[1] == "stage1":
-        table = [(theirs, mine, why) for mine, theirs, why in table]
-    elif stages[0] != "stage1" or stages[1] not in ("stage2", "stage3"):
-        table = []
-    sections: list[Section] = []
-    problems: list[str] = []
+    sections, problems = [], []
     free = [{p.name: p for p in left}, {p.name: p for p in right}]  # not paired yet
-    for names_left, names_right, why in table:
-        mine, theirs = expand(names_left, left), expand(names_right, right)
-        missing = [name for name, found in (*mine, *theirs) if not found]
-        twice = [
-            p.name
-            for side, chosen in enumerate((mine, theirs))
-            for _, found in chosen
-            for p in found
-            if p.name not in free[side]
-        ]
-        if missing or twice:
-            problems.append(
-                f"{' + '.join(names_left)} = {' + '.join(names_right)} not used: missing "
-                f"{', '.join(missing) or 'nothing'}; already paired {', '.join(twice) or 'nothing'}"
-            )
+    for entry in table:
+        (mine, lost), (theirs, lost_too) = expand(entry.stage1, left), expand(entry.later, right)
+        sides = mine, theirs
+        twice = [p.name for k in (0, 1) for p in sides[k] if p.name not in free[k]]
+        names = " + ".join(entry.stage1), " + ".join(entry.later)
+        if lost or lost_too or twice:
+            missing, taken = ", ".join(lost + lost_too) or "-", ", ".join(twice) or "-"
+            problems.append(f"{' = '.join(names)} not used: missing {missing}; paired {taken}")
             continue
-        chosen = [[p for _, found in group for p in found] for group in (mine, theirs)]
-        for side, group in enumerate(chosen):
-            for piece in group:
-                del free[side][piece.name]
-        sections.append(
-            Section(
-                tuple(chosen[0]),
-                tuple(chosen[1]),
-                " + ".join(names_left),
-                " + ".join(names_right),
-                why,
-            )
-        )
-    for piece in left:
-        if piece.name in free[0]:
-            match = free[1].pop(piece.name, None)
-            sections.append(
-                Section(
-                    (piece,), (match,) if match else (), piece.name, match.name if match else "", ""
-                )
-            )
+        for k in (0, 1):
+            for piece in sides[k]:
+                del free[k][piece.name]
+        sections.append(Section(tuple(mine), tuple(theirs), *names, entry.why))
+    for piece in free[0].values():  # by name
+        match = (free[1].pop(piece.name),) if piece.name in free[1] else ()
+        sections.append(Section((piece,), match, piece.name, piece.name if match else ""))
+    sections += [Section((), (piece,), "", piece.name) for piece in free[1].values()]
+
+    def start(side: Sequence[Piece]) -> int:
+        return min(piece.lines[0].number for piece in side)
+
     # The left file's order; what is only on the right goes where the right file has it:
-    # before the first pair whose right side comes after it in the right file.
-    sections += [Section((), (piece,), "", piece.name, "") for piece in free[1].values()]
-    ordered = sorted((s for s in sections if s.left), key=lambda s: first_line(s.left))
-    for alone in sorted((s for s in sections if not s.left), key=lambda s: first_line(s.right)):
-        after = [
-            i
-            for i, s in enumerate(ordered)
-            if first_line(s.right or alone.right) > first_line(alone.right)
-        ]
-        ordered.insert(after[0] if after else len(ordered), alone)
+    # before the first pair whose right side comes after it there.
+    ordered = sorted((s for s in sections if s.left), key=lambda s: start(s.left))
+    for alone in sorted((s for s in sections if not s.left), key=lambda s: start(s.right)):
+        later = (
+            i for i, s in enumerate(ordered) if start(s.right or alone.right) > start(alone.right)
+        )
+        ordered.insert(next(later, len(ordered)), alone)
     return ordered, problems
 
 
-def expand(names: Sequence[str], every: Sequence[Piece]) -> list[tuple[str, list[Piece]]]:
-    """Each name of a table entry with its pieces: one, or for ``Class.*`` the class's
-    own lines and its methods; none if there is no such piece (or class)."""
-    found = []
+def expand(names: Sequence[str], every: Sequence[Piece]) -> tuple[list[Piece], list[str]]:
+    """The pieces a table entry names, in its order, and the names with no piece (or class)."""
+    chosen: list[Piece] = []
+    missing: list[str] = []
     for name in names:
-        cls = name.removesuffix(".*")
-        pieces = [
-            p for p in every if p.name == cls or (cls != name and p.name.startswith(cls + "."))
+        cls = name.removesuffix(".*")  # a class: its own lines and all its methods
+        found = [
+            p for p in every if p.name == cls or (cls != name and p.name.startswith(f"{cls}."))
         ]
-        found.append((name, pieces if pieces and pieces[0].name == cls else []))
-    return found
-
-
-def first_line(pieces: Sequence[Piece]) -> int:
-    """The number of the first line of some pieces."""
-    return min(piece.lines[0].number for piece in pieces)
-
-
-# --- step 3: rows ----------------------------------------------------------------------
+        chosen += found
+        missing += [] if found and found[0].name == cls else [name]
+    return chosen, missing
 
 
 def align(left: Sequence[Line], right: Sequence[Line]) -> list[Row]:
@@ -297,9 +245,8 @@ def align(left: Sequence[Line], right: Sequence[Line]) -> list[Row]:
     """
     a, b = [x.text.strip() for x in left], [y.text.strip() for y in right]
     rows: list[Row] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        lambda s: len(s) < 8, a, b, False
-    ).get_opcodes():
+    matcher = difflib.SequenceMatcher(lambda s: len(s) < 8, a, b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
             rows += [Row(SAME, x, y) for x, y in zip(left[i1:i2], right[j1:j2], strict=True)]
         else:
@@ -307,80 +254,59 @@ def align(left: Sequence[Line], right: Sequence[Line]) -> list[Row]:
     return rows
 
 
-def changed(left: Sequence[Line], right: Sequence[Line], cutoff: float = SIMILAR) -> list[Row]:
+def changed(left: Sequence[Line], right: Sequence[Line]) -> list[Row]:
     """Rows for a stretch where the two sides differ: each changed line beside its kin.
 
-    First the lines alike enough to be one line edited (``SIMILAR``); then, between two
-    such pairs, the lines at least ``RESEMBLE`` alike, as ``sdiff`` puts a replaced block
-    beside its replacement.  What is left is on one side only.
-    """
-    rows: list[Row] = []
-    i = j = 0
-    for pi, pj in [*likeliest(left, right, cutoff), (len(left), len(right))]:
-        if cutoff == SIMILAR:  # the lines between two pairs, paired at the lower bar
-            rows += changed(left[i:pi], right[j:pj], RESEMBLE)
-        else:
-            rows += [Row(LEFT_ONLY, x, None) for x in left[i:pi]]
-            rows += [Row(RIGHT_ONLY, None, y) for y in right[j:pj]]
-        if pi < len(left):
-            same = left[pi].text.strip() == right[pj].text.strip()  # one too short to anchor
-            rows.append(
-                Row(SAME if same else CHANGED, left[pi], right[pj], cutoff == SIMILAR > same)
-            )
-        i, j = pi + 1, pj + 1
-    return rows
-
-
-def likeliest(left: Sequence[Line], right: Sequence[Line], cutoff: float) -> list[tuple[int, int]]:
-    """The pairs of lines at least ``cutoff`` alike (difflib's ratio), in order on both sides,
-    that together share the most characters: a longest common subsequence of lines, each
-    pair counting for its shared characters, so that a long line that changed a little
-    outweighs a short one that did not.  A comment is never paired with code.
+    The lines paired are those at least ``RESEMBLE`` alike, in order on both sides, that
+    together share the most characters: a longest common subsequence of lines, each pair
+    counting for the characters difflib finds they share, so that a long line that changed
+    a little outweighs a short one that did not.  A comment never stands beside code.
     """
     # The comments of stages 2 and 3 say where a coroutine suspends, at the end of the very
     # lines that changed: left on, they would hide `chunk = self.sock.recv(CHUNK)` from
     # `chunk = yield from sock_recv(sock, 64 * 1024)  # suspends: ...`.  ("  #" is PEP 8's
     # inline comment; a string could imitate it: a worse pairing then, nothing more.)
     a, b = ([x.text.strip().split("  #")[0] for x in side] for side in (left, right))
-    shared = {}
+    ratio, shared = {}, {}
     for (i, x), (j, y) in itertools.product(enumerate(a), enumerate(b)):
         matcher = difflib.SequenceMatcher(None, x, y, autojunk=False)
-        ok = x.startswith("#") == y.startswith("#") and matcher.real_quick_ratio() >= cutoff
-        ok = ok and matcher.quick_ratio() >= cutoff and matcher.ratio() >= cutoff  # cheap first
-        shared[i, j] = matcher.ratio() * (len(x) + len(y)) / 2 if ok else 0.0
+        alike = x.startswith("#") == y.startswith("#") and matcher.real_quick_ratio() >= RESEMBLE
+        ratio[i, j] = matcher.ratio() if alike and matcher.quick_ratio() >= RESEMBLE else 0.0
+        shared[i, j] = ratio[i, j] * (len(x) + len(y)) / 2 if ratio[i, j] >= RESEMBLE else 0.0
     best = [[0.0] * (len(b) + 1) for _ in range(len(a) + 1)]  # the most a[i:], b[j:] can share
     for i, j in itertools.product(reversed(range(len(a))), reversed(range(len(b)))):
         paired = best[i + 1][j + 1] + shared[i, j] if shared[i, j] else 0.0
         best[i][j] = max(best[i + 1][j], best[i][j + 1], paired)
-    chosen: list[tuple[int, int]] = []
-    i = j = 0
-    while i < len(a) and j < len(b):  # walk the table along the choices that made it
-        if shared[i, j] and best[i][j] == best[i + 1][j + 1] + shared[i, j]:
-            chosen.append((i, j))
+    rows, i, j = [], 0, 0
+    while i < len(a) or j < len(b):  # walk the table along the choices that made it
+        if (gain := shared.get((i, j))) and best[i][j] == best[i + 1][j + 1] + gain:
+            same = left[i].text.strip() == right[j].text.strip()  # a line too short to anchor
+            rows.append(
+                Row(SAME if same else CHANGED, left[i], right[j], ratio[i, j] >= SIMILAR > same)
+            )
             i, j = i + 1, j + 1
-        elif best[i][j] == best[i + 1][j]:
-            i += 1
+        elif i < len(a) and (j == len(b) or best[i][j] == best[i + 1][j]):
+            rows, i = [*rows, Row(LEFT_ONLY, left[i], None)], i + 1
         else:
-            j += 1
-    return chosen
+            rows, j = [*rows, Row(RIGHT_ONLY, None, right[j])], j + 1
+    return rows
 
 
 def compare(left_path: Path, right_path: Path) -> SideBySide:
     """Compare two crawler files: pieces, pairs, aligned rows."""
     left, right = (pieces(path.read_text("utf-8"), str(path)) for path in (left_path, right_path))
-    pairs, problems = pair(left, right, [stage_of(left_path), stage_of(right_path)])
-    sections = tuple(
-        replace(
-            p,
-            left_lines=line_ranges(p.left, left),
-            right_lines=line_ranges(p.right, right),
-            rows=tuple(
-                align([x for q in p.left for x in q.lines], [y for q in p.right for y in q.lines])
-            ),
-        )
-        for p in pairs
-    )
-    return SideBySide(display_name(left_path), display_name(right_path), sections, tuple(problems))
+    stages = f"{stage_of(left_path)} {stage_of(right_path)}"
+    table = list(STAGE1_TO_LATER) if stages in ("stage1 stage2", "stage1 stage3") else []
+    if stages in ("stage2 stage1", "stage3 stage1"):  # the table, turned round
+        table = [Correspondence(c.later, c.stage1, c.why) for c in STAGE1_TO_LATER]
+    pairs, problems = pair(left, right, table)
+    sections = []
+    for p in pairs:
+        rows = align([x for q in p.left for x in q.lines], [y for q in p.right for y in q.lines])
+        ranges = line_ranges(p.left, left), line_ranges(p.right, right)
+        sections.append(replace(p, left_lines=ranges[0], right_lines=ranges[1], rows=tuple(rows)))
+    names = display_name(left_path), display_name(right_path)
+    return SideBySide(*names, tuple(sections), tuple(problems))
 
 
 def display_name(path: Path) -> str:
@@ -416,7 +342,10 @@ def summary(view: SideBySide) -> str:
     )
 
 
-# --- output: the terminal --------------------------------------------------------------
+def heads(section: Section) -> tuple[tuple[str, str], tuple[str, str]]:
+    """What a section's heading says of each side: its pieces' names, and their lines."""
+    return (section.left_label, section.left_lines), (section.right_label, section.right_lines)
+
 
 #: Narrower than this, not one line of code is legible: a narrower width is taken as this.
 MIN_WIDTH = 40
@@ -463,10 +392,8 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
         prose(*(f"{label} (lines {lines})" if label else "" for label, lines in heads(s)))
         out += textwrap.wrap(s.why, width, initial_indent="  ", subsequent_indent="  ")
         out.append("-" * width)
-        indents = [
-            min(len(x.text) - len(x.text.lstrip()) for p in side for x in p.lines) if side else 0
-            for side in (s.left, s.right)
-        ]
+        lines = [[x.text for p in side for x in p.lines] for side in (s.left, s.right)]
+        indents = [min((len(x) - len(x.lstrip()) for x in side), default=0) for side in lines]
         for row in s.rows:
             put(cells(row.left, indents[0]), row.mark, cells(row.right, indents[1]))
     out.append("=" * width)
@@ -476,82 +403,47 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-def heads(section: Section) -> tuple[tuple[str, str], tuple[str, str]]:
-    """What a section's heading says of each side: its pieces' names, and their lines."""
-    return (section.left_label, section.left_lines), (section.right_label, section.right_lines)
-
-
-# --- output: one HTML page -------------------------------------------------------------
-
-# Inline and self-contained: no script, no font, no picture, nothing fetched from anywhere,
-# so the page works from a USB stick and in a classroom without a network.  The type is
-# large enough for the back of a room (code at 18 px), and long lines wrap rather than
-# scroll sideways: two columns of code fit a 1280-pixel projector.
-CSS = """
-body { font: 18px/1.4 system-ui, sans-serif; margin: 1.5rem; color: #1f2328; }
-nav ol { columns: 2 24rem; } a { color: #0550ae; } h1 { font-size: 1.5rem; }
-section { margin: 2rem 0; } th small, td.n { color: #656d76; font-weight: normal; }
-table { width: 100%; border-collapse: collapse; table-layout: fixed; }
-.legend span, td.c { font-family: ui-monospace, Menlo, Consolas, monospace; padding: 0 .4em; }
-col.n { width: 2.6em; } col.m { width: 1.2em; } td.n { text-align: right; font-size: 14px; }
-th { text-align: left; border-bottom: 2px solid #d0d7de; padding: .3em; overflow-wrap: anywhere; }
-td { vertical-align: top; } td.m { text-align: center; } td.none { background: #f6f8fa; }
-td.c { white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 4ch; text-indent: -4ch; }
-tr.changed td.c, .legend .changed { background: #fff8c5; }
-tr.left td.c.l, .legend .left { background: #ffebe9; }
-tr.right td.c.r, .legend .right { background: #dafbe1; }
-del, ins { text-decoration: none; } del { background: #ffc1bd; } ins { background: #aceebb; }
-"""
+CSS = Path(__file__).with_name("sidebyside.css")
 ROW_CLASS = {SAME: "same", CHANGED: "changed", LEFT_ONLY: "left", RIGHT_ONLY: "right"}
 
 
 def render_html(view: SideBySide) -> str:
     """One page: a contents list of the pairs, then a table per pair, changes highlighted.
 
-    Each pair's anchor is its names (``#crawler-work``), for a link to send a class to.
-    In a pair of lines alike enough, the words that differ are marked too (``<del>`` on
-    the left, ``<ins>`` on the right).
+    Each pair's anchor is named after its first piece (``#crawler-work``), for a link to
+    send a class to.  In two lines that are one line edited, the words that differ are
+    marked too (``<del>`` on the left, ``<ins>`` on the right).
     """
     esc, title, ids = html.escape, f"{view.left_name} beside {view.right_name}", list[str]()
     for s in view.sections:
-        name = re.sub(r"[^a-z0-9]+", "-", (s.left_label or s.right_label).split(" + ")[0].lower())
-        name = name.strip("-")
-        ids.append(name if name not in ids else f"{name}-{len(ids)}")
+        name = re.sub(r"\W+", "-", (s.left_label or s.right_label).split(" + ")[0].lower())
+        ids.append(name.strip("-") + (f"-{len(ids)}" if name.strip("-") in ids else ""))
+    legend = [f'<span class="{ROW_CLASS[m]}">{esc(m)}</span> {say}' for m, say in MEANING.items()]
     out = [
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
-        f'<h1 id="contents">{esc(title)}</h1><p class="legend">',
-        *(f'<span class="{ROW_CLASS[m]}">{esc(m)}</span> {words}' for m, words in MEANING.items()),
-        f'. {esc(summary(view))}</p><nav aria-label="the pairs"><ol>',
-        *(
-            f'<li><a href="#{id}">{esc(s.left_label or "(nothing)")}</a> beside '
-            f"{esc(s.right_label or '(nothing)')}</li>"
-            for id, s in zip(ids, view.sections, strict=True)
-        ),
-        "</ol></nav>",
+        f"<title>{esc(title)}</title><style>{CSS.read_text('utf-8')}</style></head><body>",
+        f'<h1 id="contents">{esc(title)}</h1><p class="legend">{" ".join(legend)}.',
+        f'{esc(summary(view))}</p><nav aria-label="the pairs"><ol>',
     ]
     for id, s in zip(ids, view.sections, strict=True):
-        th = [
-            f"{esc(label)} <small>lines {lines}</small>" if label else ""
-            for label, lines in heads(s)
-        ]
+        out.append(f'<li><a href="#{id}">{esc(s.left_label or "-")}</a> / {esc(s.right_label)}')
+    out.append("</ol></nav>")
+    for id, s in zip(ids, view.sections, strict=True):
+        th = [f"{esc(name)} <small>lines {lines}</small>" * bool(name) for name, lines in heads(s)]
         out.append(f'<section id="{id}"><table><colgroup><col class="n"><col><col class="m">')
         out.append(f'<col class="n"><col></colgroup><thead><tr><th colspan="2">{th[0]}</th>')
-        out.append(
-            f'<th><a href="#contents" title="contents">&uarr;</a></th><th colspan="2">{th[1]}</th>'
-        )
-        out.append(
-            f'</tr></thead><tbody><tr><td colspan="5">{esc(s.why)}</td></tr>'
-            if s.why
-            else "</tr></thead><tbody>"
-        )
+        out.append('<th><a href="#contents" title="contents">&uarr;</a></th><th colspan="2">')
+        out.append(f"{th[1]}</th></tr></thead><tbody>")
+        out += [f'<tr><td colspan="5">{esc(s.why)}</td></tr>'] if s.why else []
         for row in s.rows:
-            left, right = cell_html(row)
-            out.append(
-                f'<tr class="{ROW_CLASS[row.mark]}">{code_html(row.left, left, "l")}'
-                f'<td class="m">{esc(row.mark)}</td>{code_html(row.right, right, "r")}</tr>'
-            )
+            cells = [
+                f'<td class="n">{x.number}</td><td class="c {side}">{code}</td>'
+                if x else f'<td class="n"></td><td class="c {side} none"></td>'
+                for x, code, side in zip((row.left, row.right), cell_html(row), "lr", strict=True)
+            ]  # fmt: skip
+            mark = f'<td class="m">{esc(row.mark)}</td>'
+            out.append(f'<tr class="{ROW_CLASS[row.mark]}">{cells[0]}{mark}{cells[1]}</tr>')
         out.append("</tbody></table></section>")
     out += [f"<p>table: {esc(problem)}</p>" for problem in view.problems]
     return "\n".join([*out, "</body></html>"]) + "\n"
@@ -579,16 +471,6 @@ def cell_html(row: Row) -> tuple[str, str]:
     return "".join(marked[0]), "".join(marked[1])
 
 
-def code_html(line: Line | None, content: str, side: str) -> str:
-    """One side's two cells, its line number and its code; a side with no line is greyed."""
-    if line is None:
-        return f'<td class="n"></td><td class="c {side} none"></td>'
-    return f'<td class="n">{line.number}</td><td class="c {side}">{content}</td>'
-
-
-# --- the command line ------------------------------------------------------------------
-
-
 def find(name: str) -> Path:
     """The crawler file a name stands for: a stage (stage1), its folder, or a path."""
     if name in STAGES:
@@ -599,47 +481,28 @@ def find(name: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Compare two stages' crawlers; return the exit status."""
-    parser = argparse.ArgumentParser(
-        prog="nox -s diff --",
-        description="Two stages' crawler.py side by side, aligned function by function.",
-    )
-    parser.add_argument(
-        "stages", nargs="*", metavar="STAGE",
-        help="two of stage1, stage2, stage3, or paths to crawler files (default: stage2 stage3)",
-    )  # fmt: skip
-    kind = parser.add_mutually_exclusive_group()
-    kind.add_argument(
-        "--html",
-        action="store_true",
-        help="write one HTML page instead, to out/diff-STAGE-STAGE.html (or --out PATH)",
-    )
-    kind.add_argument("--unified", action="store_true", help="print a unified diff instead")
-    parser.add_argument("--out", type=Path, metavar="PATH", help="where --html writes its page")
-    parser.add_argument(
-        "--width",
-        type=int,
-        metavar="N",
-        help=f"columns to fill, at least {MIN_WIDTH} (default: the terminal's width)",
-    )
-    parser.add_argument(
-        "--truncate", action="store_true", help="cut long lines short instead of wrapping them"
-    )
+    parser = argparse.ArgumentParser("nox -s diff --", description="Two crawlers side by side.")
+    add = parser.add_argument
+    add("stages", nargs="*", metavar="STAGE", help="stage1, stage2, stage3 or a crawler file")
+    add("--html", action="store_true", help="a page instead: out/diff-STAGE-STAGE.html")
+    add("--unified", action="store_true", help="a unified diff instead")
+    add("--out", type=Path, metavar="PATH", help="where --html writes its page")
+    add("--width", type=int, metavar="N", help="columns to fill (default: the terminal's)")
+    add("--truncate", action="store_true", help="cut long lines short, not wrapped")
     args = parser.parse_args(argv)
     if len(args.stages) not in (0, 2):
         parser.error("give two stages, for example: stage1 stage2")
-    if args.out and not args.html:
-        parser.error("--out is where --html writes: give --html too")
+    if (args.out and not args.html) or (args.html and args.unified):
+        parser.error("--out is where --html writes; --html and --unified: one or the other")
     left, right = paths = [find(name) for name in args.stages or ["stage2", "stage3"]]
     for path in paths:
         if not path.is_file():
             parser.error(f"no {path}: name two of {', '.join(STAGES)}, or two crawler files")
     try:
         if args.unified:
-            old, new = (path.read_text("utf-8").splitlines() for path in paths)
-            diff = difflib.unified_diff(
-                old, new, display_name(left), display_name(right), lineterm=""
-            )
-            sys.stdout.write("".join(line + "\n" for line in diff))
+            old, new = (path.read_text("utf-8").splitlines(keepends=True) for path in paths)
+            old_name, new_name = (display_name(path) for path in paths)
+            sys.stdout.writelines(difflib.unified_diff(old, new, old_name, new_name))
             return 0
         try:
             view = compare(left, right)
