@@ -29,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "out"  # where --html writes by default: git ignores it
 STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
+STAGE_OF = {package: short for short, package in STAGES.items()}  # stage1_callbacks: stage1
 
 #: The marks of the middle column, and what they say about the row.
 SAME, CHANGED, LEFT_ONLY, RIGHT_ONLY = " ", "|", "<", ">"
@@ -42,10 +43,7 @@ RESEMBLE, SIMILAR = 0.4, 0.6
 
 @dataclass(frozen=True)
 class Correspondence:
-    """Pieces of stage 1, those of stages 2 and 3 that took over their job, and why.
-
-    ``Fetcher.*`` stands for the class's own lines and all its methods, in file order.
-    """
+    """Pieces of stage 1 (``Fetcher.*``: a class and its methods), their heirs, and why."""
 
     stage1: tuple[str, ...]
     later: tuple[str, ...]
@@ -58,9 +56,8 @@ STAGE1_TO_LATER = (
     Correspondence(
         ("Fetcher.*",),
         ("Crawler.request", "Crawler.fetch"),
-        "A try's chain of callbacks, its state kept in attributes, becomes one coroutine with "
-        "local variables (request). The retries in start, _on_timeout and _fail become the "
-        "loop in fetch.",
+        "A try's chain of callbacks, its state in attributes, becomes one coroutine with local "
+        "variables (request); the retries in start, _on_timeout and _fail, the loop in fetch.",
     ),
     Correspondence(
         ("Crawler.fetch",),
@@ -71,9 +68,8 @@ STAGE1_TO_LATER = (
     Correspondence(
         ("Crawler.work", "Crawler.finished", "Crawler.callback_failed"),
         ("Crawler.work",),
-        "Stage 1 calls work() again after every fetch (finished), and only the loop sees an "
-        "exception in a callback (callback_failed). Stages 2 and 3 keep workers waiting at "
-        "the queue, and catch it with try/except around the fetch.",
+        "Stage 1 calls work() again after each fetch (finished); only the loop sees a callback's "
+        "exception (callback_failed). In 2 and 3, workers wait at the queue, a try round fetch.",
     ),
     Correspondence(
         ("Crawler.park",),
@@ -84,9 +80,8 @@ STAGE1_TO_LATER = (
     Correspondence(
         ("Crawler.cancel",),
         (),
-        "Ctrl-C: stage 1 closes every Fetcher by hand. Stages 2 and 3 cancel the main task "
-        "(stage 2's module-level crawl arranges it, stage 3 leaves it to asyncio.Runner), "
-        "and Crawler.crawl's finally cancels the workers.",
+        "Ctrl-C: stage 1 closes each Fetcher by hand; stages 2 and 3 cancel the main task (stage "
+        "2's crawl arranges it, 3's asyncio.Runner), and Crawler.crawl's finally the workers.",
     ),
 )
 
@@ -119,17 +114,14 @@ class Row:
 
 @dataclass(frozen=True)
 class Section:
-    """Pieces on the left and right that do one job (a side may have none), their names
-    ("Crawler.work + Crawler.finished"), why they pair (from the table), the lines they
-    span ("208-219, 239-245") and their aligned rows."""
+    """Pieces on each side that do one job (a side may have none), their names, why they
+    pair (from the table), the lines they span ("208-219, 239-245"), and their rows."""
 
     left: tuple[Piece, ...]
     right: tuple[Piece, ...]
-    left_label: str
-    right_label: str
+    labels: tuple[str, str]  # "Crawler.work + Crawler.finished", "Crawler.work"
     why: str = ""
-    left_lines: str = ""
-    right_lines: str = ""
+    spans: tuple[str, str] = ("", "")
     rows: tuple[Row, ...] = ()
 
 
@@ -146,8 +138,7 @@ class SideBySide:
 def pieces(source: str, filename: str = "<unknown>") -> list[Piece]:
     """Cut a module into its functions, methods, classes' own lines and module code.
 
-    Every non-blank line belongs to exactly one piece.  Comments right above a
-    definition, at its indentation, belong to it: they introduce it.
+    Every non-blank line is in one piece; comments right above a definition introduce it.
     """
     text = source.splitlines()
     owner: dict[int, str] = {}  # line number -> the name of the piece it belongs to
@@ -164,8 +155,7 @@ def pieces(source: str, filename: str = "<unknown>") -> list[Piece]:
                     claim(node.body, f"{prefix}{node.name}.")  # its methods leave its own lines
 
     claim(ast.parse(source, filename).body, "")
-    found: dict[str, list[Line]] = {}
-    name = ""
+    found, name = dict[str, list[Line]](), ""
     for number, line in enumerate(text, start=1):
         if line.strip():  # module code: each run between definitions is a piece of its own
             after = name if name.startswith("<module>") else f"<module> after {name}"
@@ -174,19 +164,13 @@ def pieces(source: str, filename: str = "<unknown>") -> list[Piece]:
     return [Piece(name, tuple(lines)) for name, lines in found.items()]
 
 
-def stage_of(path: Path) -> str | None:
-    """The stage a crawler file belongs to ("stage1"), from its folder's name; else None."""
-    return next((short for short, package in STAGES.items() if path.parent.name == package), None)
-
-
 def pair(
     left: list[Piece], right: list[Piece], table: list[Correspondence]
 ) -> tuple[list[Section], list[str]]:
     """Pair two files' pieces: by the table first, then by name; the rest stay alone.
 
-    Returns the pairs (sections without rows yet) in reading order, and the table entries
-    not used: an entry is skipped whole if one of its names is missing or already taken,
-    for half of a correspondence would be a wrong one.
+    Returns the pairs (no rows yet) in reading order, and the table entries not used: an
+    entry with a name missing or taken is skipped whole, for half of one would be wrong.
     """
     sections, problems = [], []
     free = [{p.name: p for p in left}, {p.name: p for p in right}]  # not paired yet
@@ -202,11 +186,11 @@ def pair(
         for k in (0, 1):
             for piece in sides[k]:
                 del free[k][piece.name]
-        sections.append(Section(tuple(mine), tuple(theirs), *names, entry.why))
+        sections.append(Section(tuple(mine), tuple(theirs), names, entry.why))
     for piece in free[0].values():  # by name
         match = (free[1].pop(piece.name),) if piece.name in free[1] else ()
-        sections.append(Section((piece,), match, piece.name, piece.name if match else ""))
-    sections += [Section((), (piece,), "", piece.name) for piece in free[1].values()]
+        sections.append(Section((piece,), match, (piece.name, piece.name if match else "")))
+    sections += [Section((), (piece,), ("", piece.name)) for piece in free[1].values()]
 
     def start(side: Sequence[Piece]) -> int:
         return min(piece.lines[0].number for piece in side)
@@ -224,8 +208,7 @@ def pair(
 
 def expand(names: Sequence[str], every: Sequence[Piece]) -> tuple[list[Piece], list[str]]:
     """The pieces a table entry names, in its order, and the names with no piece (or class)."""
-    chosen: list[Piece] = []
-    missing: list[str] = []
+    chosen, missing = list[Piece](), list[str]()
     for name in names:
         cls = name.removesuffix(".*")  # a class: its own lines and all its methods
         found = [
@@ -239,9 +222,8 @@ def expand(names: Sequence[str], every: Sequence[Piece]) -> tuple[list[Piece], l
 def align(left: Sequence[Line], right: Sequence[Line]) -> list[Row]:
     """Align two runs of lines: the same lines side by side, changed ones beside their kin.
 
-    Lines are compared without their indentation, which a move into a ``with`` block
-    changes without changing the code.  Short lines (``try:``, ``return``) are difflib's
-    junk here: they occur everywhere, and an alignment hung on a ``return`` is an accident.
+    Indentation is left out: a move into a ``with`` block changes it, not the code.  Short
+    lines (``try:``, ``return``) are junk to difflib: an alignment hung on one is an accident.
     """
     a, b = [x.text.strip() for x in left], [y.text.strip() for y in right]
     rows: list[Row] = []
@@ -258,14 +240,13 @@ def changed(left: Sequence[Line], right: Sequence[Line]) -> list[Row]:
     """Rows for a stretch where the two sides differ: each changed line beside its kin.
 
     The lines paired are those at least ``RESEMBLE`` alike, in order on both sides, that
-    together share the most characters: a longest common subsequence of lines, each pair
-    counting for the characters difflib finds they share, so that a long line that changed
-    a little outweighs a short one that did not.  A comment never stands beside code.
+    share the most characters in all (as difflib counts them): a longest common subsequence
+    in which a long line changed a little outweighs a short one unchanged.
     """
-    # The comments of stages 2 and 3 say where a coroutine suspends, at the end of the very
-    # lines that changed: left on, they would hide `chunk = self.sock.recv(CHUNK)` from
-    # `chunk = yield from sock_recv(sock, 64 * 1024)  # suspends: ...`.  ("  #" is PEP 8's
-    # inline comment; a string could imitate it: a worse pairing then, nothing more.)
+    # Compared without trailing comments: stages 2 and 3 say where a coroutine suspends at the
+    # end of the very lines that changed (`sock_recv(sock, 64 * 1024)  # suspends: ...`).
+    # "  #" is PEP 8's; a string could imitate it: a worse pairing then, nothing more.  And a
+    # comment never stands beside code.
     a, b = ([x.text.strip().split("  #")[0] for x in side] for side in (left, right))
     ratio, shared = {}, {}
     for (i, x), (j, y) in itertools.product(enumerate(a), enumerate(b)):
@@ -280,22 +261,22 @@ def changed(left: Sequence[Line], right: Sequence[Line]) -> list[Row]:
     rows, i, j = [], 0, 0
     while i < len(a) or j < len(b):  # walk the table along the choices that made it
         if (gain := shared.get((i, j))) and best[i][j] == best[i + 1][j + 1] + gain:
-            same = left[i].text.strip() == right[j].text.strip()  # a line too short to anchor
-            rows.append(
-                Row(SAME if same else CHANGED, left[i], right[j], ratio[i, j] >= SIMILAR > same)
-            )
+            mark = SAME if left[i].text.strip() == right[j].text.strip() else CHANGED  # short
+            rows.append(Row(mark, left[i], right[j], mark == CHANGED and ratio[i, j] >= SIMILAR))
             i, j = i + 1, j + 1
         elif i < len(a) and (j == len(b) or best[i][j] == best[i + 1][j]):
-            rows, i = [*rows, Row(LEFT_ONLY, left[i], None)], i + 1
+            rows.append(Row(LEFT_ONLY, left[i], None))
+            i += 1
         else:
-            rows, j = [*rows, Row(RIGHT_ONLY, None, right[j])], j + 1
+            rows.append(Row(RIGHT_ONLY, None, right[j]))
+            j += 1
     return rows
 
 
 def compare(left_path: Path, right_path: Path) -> SideBySide:
     """Compare two crawler files: pieces, pairs, aligned rows."""
     left, right = (pieces(path.read_text("utf-8"), str(path)) for path in (left_path, right_path))
-    stages = f"{stage_of(left_path)} {stage_of(right_path)}"
+    stages = " ".join(STAGE_OF.get(path.parent.name, "") for path in (left_path, right_path))
     table = list(STAGE1_TO_LATER) if stages in ("stage1 stage2", "stage1 stage3") else []
     if stages in ("stage2 stage1", "stage3 stage1"):  # the table, turned round
         table = [Correspondence(c.later, c.stage1, c.why) for c in STAGE1_TO_LATER]
@@ -303,8 +284,8 @@ def compare(left_path: Path, right_path: Path) -> SideBySide:
     sections = []
     for p in pairs:
         rows = align([x for q in p.left for x in q.lines], [y for q in p.right for y in q.lines])
-        ranges = line_ranges(p.left, left), line_ranges(p.right, right)
-        sections.append(replace(p, left_lines=ranges[0], right_lines=ranges[1], rows=tuple(rows)))
+        spans = line_ranges(p.left, left), line_ranges(p.right, right)
+        sections.append(replace(p, spans=spans, rows=tuple(rows)))
     names = display_name(left_path), display_name(right_path)
     return SideBySide(*names, tuple(sections), tuple(problems))
 
@@ -318,10 +299,8 @@ def display_name(path: Path) -> str:
 
 
 def line_ranges(chosen: Sequence[Piece], every: Sequence[Piece]) -> str:
-    """The lines some of a file's pieces span, as the file numbers them: "31-178, 230-237".
-
-    Pieces next to each other in the file (none between them) make one range.
-    """
+    """The lines some pieces span, in the file's numbers: "31-178, 230-237"; pieces next to
+    each other (none between them) make one range."""
     spans: list[list[int]] = []
     for piece in every:  # in the order of the file
         if piece not in chosen:
@@ -336,29 +315,19 @@ def line_ranges(chosen: Sequence[Piece], every: Sequence[Piece]) -> str:
 def summary(view: SideBySide) -> str:
     """How many rows of each kind the whole comparison has."""
     found = collections.Counter(row.mark for section in view.sections for row in section.rows)
-    return (
-        f"{found[SAME]} lines the same, {found[CHANGED]} changed, "
-        f"{found[LEFT_ONLY]} only on the left, {found[RIGHT_ONLY]} only on the right."
-    )
+    words = "lines the same", "changed", "only on the left", "only on the right"
+    return ", ".join(f"{found[mark]} {say}" for mark, say in zip(MEANING, words, strict=True)) + "."
 
 
-def heads(section: Section) -> tuple[tuple[str, str], tuple[str, str]]:
-    """What a section's heading says of each side: its pieces' names, and their lines."""
-    return (section.left_label, section.left_lines), (section.right_label, section.right_lines)
-
-
-#: Narrower than this, not one line of code is legible: a narrower width is taken as this.
-MIN_WIDTH = 40
-Cell = tuple[str, str]  # one side of a terminal line: a line number (or "") and text
+MIN_WIDTH = 40  # narrower, and no line of code is legible: a narrower width is taken as 40
 
 
 def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
     """Two columns and a mark between them, no line longer than ``width``.
 
-    Each column loses its section's common indentation (a method's four spaces), which
-    would only eat the width.  A line longer than its column wraps onto rows of its own,
-    indented past its own indentation and unnumbered, so that it cannot be taken for the
-    next line; or is cut short with "…" when ``wrap`` is false.
+    Each column loses its section's common indentation (a method's four spaces).  A line
+    longer than its column wraps onto rows of its own, unnumbered and indented past its own
+    indentation so as not to pass for the next line; or is cut with "…" if not ``wrap``.
     """
     every = [line for s in view.sections for p in (*s.left, *s.right) for line in p.lines]
     digits = len(str(max((line.number for line in every), default=1)))
@@ -373,11 +342,11 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
         hang = " " * min(len(text) - len(text.lstrip()) + 4, column // 2) if code else ""
         return textwrap.wrap(text, column, subsequent_indent=hang, break_on_hyphens=False)
 
-    def cells(line: Line | None, indent: int) -> list[Cell]:
+    def cells(line: Line | None, indent: int) -> list[tuple[str, str]]:  # number, text
         parts = fit(line.text[indent:]) if line else [""]
         return [(str(line.number) if line and not k else "", p) for k, p in enumerate(parts)]
 
-    def put(left: list[Cell], mark: str, right: list[Cell]) -> None:
+    def put(left: list[tuple[str, str]], mark: str, right: list[tuple[str, str]]) -> None:
         for (ln, lt), (rn, rt) in itertools.zip_longest(left, right, fillvalue=("", "")):
             out.append(f"{ln:>{digits}} {lt:<{column}} {mark} {rn:>{digits}} {rt}".rstrip())
 
@@ -389,7 +358,8 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
     out += textwrap.wrap("  ".join(f"'{m}' {words}" for m, words in MEANING.items()), width)
     for s in view.sections:
         out.append("=" * width)
-        prose(*(f"{label} (lines {lines})" if label else "" for label, lines in heads(s)))
+        heads = zip(s.labels, s.spans, strict=True)
+        prose(*(f"{label} (lines {lines})" * bool(label) for label, lines in heads))
         out += textwrap.wrap(s.why, width, initial_indent="  ", subsequent_indent="  ")
         out.append("-" * width)
         lines = [[x.text for p in side for x in p.lines] for side in (s.left, s.right)]
@@ -405,18 +375,17 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
 
 CSS = Path(__file__).with_name("sidebyside.css")
 ROW_CLASS = {SAME: "same", CHANGED: "changed", LEFT_ONLY: "left", RIGHT_ONLY: "right"}
+COLUMNS = '<colgroup><col class="n"><col><col class="m"><col class="n"><col></colgroup>'
 
 
 def render_html(view: SideBySide) -> str:
     """One page: a contents list of the pairs, then a table per pair, changes highlighted.
 
-    Each pair's anchor is named after its first piece (``#crawler-work``), for a link to
-    send a class to.  In two lines that are one line edited, the words that differ are
-    marked too (``<del>`` on the left, ``<ins>`` on the right).
+    Each pair's anchor is its first piece's name (``#crawler-work``), to send a class to.
     """
     esc, title, ids = html.escape, f"{view.left_name} beside {view.right_name}", list[str]()
     for s in view.sections:
-        name = re.sub(r"\W+", "-", (s.left_label or s.right_label).split(" + ")[0].lower())
+        name = re.sub(r"\W+", "-", (s.labels[0] or s.labels[1]).split(" + ")[0].lower())
         ids.append(name.strip("-") + (f"-{len(ids)}" if name.strip("-") in ids else ""))
     legend = [f'<span class="{ROW_CLASS[m]}">{esc(m)}</span> {say}' for m, say in MEANING.items()]
     out = [
@@ -427,12 +396,12 @@ def render_html(view: SideBySide) -> str:
         f'{esc(summary(view))}</p><nav aria-label="the pairs"><ol>',
     ]
     for id, s in zip(ids, view.sections, strict=True):
-        out.append(f'<li><a href="#{id}">{esc(s.left_label or "-")}</a> / {esc(s.right_label)}')
+        out.append(f'<li><a href="#{id}">{esc(s.labels[0] or "-")}</a> / {esc(s.labels[1])}')
     out.append("</ol></nav>")
     for id, s in zip(ids, view.sections, strict=True):
-        th = [f"{esc(name)} <small>lines {lines}</small>" * bool(name) for name, lines in heads(s)]
-        out.append(f'<section id="{id}"><table><colgroup><col class="n"><col><col class="m">')
-        out.append(f'<col class="n"><col></colgroup><thead><tr><th colspan="2">{th[0]}</th>')
+        heads = zip(s.labels, s.spans, strict=True)
+        th = [f"{esc(name)} <small>lines {lines}</small>" * bool(name) for name, lines in heads]
+        out.append(f'<section id="{id}"><table>{COLUMNS}<thead><tr><th colspan="2">{th[0]}</th>')
         out.append('<th><a href="#contents" title="contents">&uarr;</a></th><th colspan="2">')
         out.append(f"{th[1]}</th></tr></thead><tbody>")
         out += [f'<tr><td colspan="5">{esc(s.why)}</td></tr>'] if s.why else []
@@ -455,9 +424,8 @@ WORDS = re.compile(r"\w+|\s+|[^\w\s]")
 def cell_html(row: Row) -> tuple[str, str]:
     """The escaped code of a row's two sides, with the words that differ marked if alike.
 
-    Words, not characters: compared character by character, ``stage1_callbacks`` and
-    ``stage2_generators`` would come out as confetti of shared letters.  Indentation is
-    left out of the comparison, as it is when the lines are paired.
+    Words, not characters: character by character, ``stage1_callbacks`` and
+    ``stage2_generators`` would come out as confetti of shared letters.
     """
     texts = [line.text if line else "" for line in (row.left, row.right)]
     if not row.similar:
@@ -495,9 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (args.out and not args.html) or (args.html and args.unified):
         parser.error("--out is where --html writes; --html and --unified: one or the other")
     left, right = paths = [find(name) for name in args.stages or ["stage2", "stage3"]]
-    for path in paths:
-        if not path.is_file():
-            parser.error(f"no {path}: name two of {', '.join(STAGES)}, or two crawler files")
+    if missing := [path for path in paths if not path.is_file()]:
+        parser.error(f"no {missing[0]}: name two of {', '.join(STAGES)}, or two crawler files")
     try:
         if args.unified:
             old, new = (path.read_text("utf-8").splitlines(keepends=True) for path in paths)
@@ -510,7 +477,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{exc.filename}:{exc.lineno}: {exc.msg}; try --unified", file=sys.stderr)
             return 1
         if args.html:
-            names = [stage_of(path) or path.parent.name or path.stem for path in paths]
+            names = [
+                STAGE_OF.get(path.parent.name) or path.parent.name or path.stem for path in paths
+            ]
             out = args.out or OUT / f"diff-{names[0]}-{names[1]}.html"
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(render_html(view), encoding="utf-8")
@@ -522,8 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(render_text(view, width, wrap=not args.truncate))
         sys.stdout.flush()
     except BrokenPipeError:
-        # The reader left (`| head`, a pager quit early) having seen what it wanted: no
-        # error.  stdout goes to /dev/null first, or Python's last flush would complain.
+        # The reader left (`| head`): no error; stdout to /dev/null, or the last flush complains.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
