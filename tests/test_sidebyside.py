@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import collections
-import re
 import html.parser
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
