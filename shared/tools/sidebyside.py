@@ -396,7 +396,7 @@ def render_html(view: SideBySide) -> str:
         f'{esc(summary(view))}</p><nav aria-label="the pairs"><ol>',
     ]
     for id, s in zip(ids, view.sections, strict=True):
-        out.append(f'<li><a href="#{id}">{esc(s.labels[0] or "-")}</a> / {esc(s.labels[1])}')
+        out.append(f'<li><a href="#{id}">{" / ".join(esc(n or "nothing") for n in s.labels)}</a>')
     out.append("</ol></nav>")
     for id, s in zip(ids, view.sections, strict=True):
         heads = zip(s.labels, s.spans, strict=True)
