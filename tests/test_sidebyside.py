@@ -396,8 +396,7 @@ def test_the_page_lists_the_pairs_and_each_link_leads_to_its_pair() -> None:
 
 
 def test_the_tool_keeps_to_its_size() -> None:
-    """500 lines at most, the file's own: a diff tool longer than the crawlers it compares
-    would be a lesson of its own."""
+    """500 lines at most: the tool stays small beside the stages it shows."""
     assert len(Path(sidebyside.__file__).read_text(encoding="utf-8").splitlines()) <= 500
 
 
