@@ -1,5 +1,8 @@
 """nox -s show: the recorder's data is sound, and the page shows it, step by step, in a browser.
 
+And projector mode, measured on a 1280x720 screen: the show page in large type (#big), the
+diff page (nox -s diff -- --html) and the compare pictures, their sizes read from the DOM.
+
 The browser tests drive Debian's headless Chromium with Selenium.  Where it is not
 installed they are skipped, unless CRAWLER500_REQUIRE_BROWSER=1 (CI sets it): then a
 missing browser fails them, so that CI proves the page.
@@ -276,7 +279,7 @@ def test_stepping_shows_the_recorded_step_line_and_loop_state(
 ) -> None:
     from selenium.webdriver.common.keys import Keys
 
-    data = open_page(driver, pages["stage2"])
+    data = open_page(driver, pages["stage2"], "#step=1")
     crawl = data["crawls"][0]
     total = len(crawl["steps"]["t"])
     assert cursor(driver) == 1
@@ -327,7 +330,7 @@ def test_a_click_on_the_axis_jumps_to_the_nearest_step(driver: Any, pages: dict[
 def test_play_moves_on_and_pause_stops(driver: Any, pages: dict[str, Path]) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
-    open_page(driver, pages["stage2"])
+    open_page(driver, pages["stage2"], "#step=1")
     driver.find_element("id", "play").click()
     WebDriverWait(driver, 5).until(lambda d: cursor(d) >= 4)
     driver.find_element("id", "play").click()
@@ -395,3 +398,163 @@ def test_the_screenshot_is_a_png_of_the_whole_page(
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", head[16:24])
     assert width == 1400 and height >= 700
+
+
+def test_the_big_screenshot_is_a_1280x720_screen(pages: dict[str, Path], tmp_path: Path) -> None:
+    if reason := browser.missing():
+        pytest.skip(reason)
+    picture = tmp_path / "big.png"
+    assert main(["all", "--out", str(pages["all"]), "--no-open", "--site-latency", "0.02", "-q",
+                 "--big", "--screenshot", str(picture)]) == 0  # fmt: skip
+    head = picture.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", head[16:24]) == browser.PROJECTOR
+
+
+# ---- projector mode: a 1280x720 screen ------------------------------------------------
+
+
+@pytest.fixture
+def projector(driver: Any) -> Iterator[Any]:
+    """The browser, its page area the size of a 1280x720 projector's screen."""
+    width, height = browser.PROJECTOR
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    yield driver
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+#: What a page shows at this size, read from the DOM: the screen, the page's widths (no
+#: sideways scrolling), and the smallest type of the elements a selector names.
+MEASURE = """
+const [selector] = arguments;
+const sizes = [...document.querySelectorAll(selector)]
+  .filter((e) => e.getClientRects().length)  // shown, not display: none
+  .map((e) => parseFloat(getComputedStyle(e).fontSize));
+const page = document.documentElement;
+return {screen: [innerWidth, innerHeight], scroll: page.scrollWidth, width: page.clientWidth,
+        smallest: Math.min(...sizes), count: sizes.length};
+"""
+
+
+def measure(driver: Any, selector: str) -> dict[str, Any]:
+    """The screen's size, the page's scroll and client widths, and the smallest type."""
+    found: dict[str, Any] = driver.execute_script(MEASURE, selector)
+    assert found["screen"] == list(browser.PROJECTOR)
+    return found
+
+
+def box(driver: Any, selector: str) -> dict[str, float]:
+    """The first shown element's rectangle, and its scroll and client widths."""
+    found: dict[str, float] = driver.execute_script(
+        """
+        const shown = (e) => e.getClientRects().length;
+        const e = [...document.querySelectorAll(arguments[0])].find(shown);
+        const r = e.getBoundingClientRect();
+        return {left: r.left, right: r.right, top: r.top, bottom: r.bottom,
+                scroll: e.scrollWidth, width: e.clientWidth};
+        """,
+        selector,
+    )
+    return found
+
+
+@pytest.mark.parametrize("which", ["stage2", "all"])
+def test_without_a_step_the_page_opens_at_a_busy_one(
+    driver: Any, pages: dict[str, Path], which: str
+) -> None:
+    data = open_page(driver, pages[which])
+    middle = len(data["crawls"]) // 2
+    busy = merged_position(data["crawls"], middle, interesting_step(data["crawls"][middle]))
+    assert data["start"] == busy > 0
+    assert cursor(driver) == busy + 1
+    crawl, step = merged(data)[busy]
+    assert shown_panel(driver, crawl) == expected_panel(data["crawls"][crawl], step)
+    # The moment shown has sockets in the selector: not the empty first step.
+    assert shown_panel(driver, crawl)["sockets"]
+
+
+@pytest.mark.parametrize("which", ["stage2", "all"])
+def test_big_type_puts_the_code_beside_the_lanes_at_18_px(
+    projector: Any, pages: dict[str, Path], which: str
+) -> None:
+    open_page(projector, pages[which], "#big")
+    lanes = measure(projector, "#lanes")
+    assert lanes["smallest"] >= 18, "the lanes are drawn at the canvas's font size"
+    for text in (".code .ln", ".facts dd", "#controls button", ".panel h2"):
+        shown = measure(projector, text)
+        assert shown["count"] and shown["smallest"] >= 18, (text, shown)
+    assert lanes["scroll"] <= lanes["width"], "the page scrolls sideways"
+    canvas, code = box(projector, "#lanes"), box(projector, ".panel .code")
+    assert canvas["right"] <= code["left"], "the code is beside the lanes"
+    assert code["top"] < canvas["bottom"] and code["bottom"] <= browser.PROJECTOR[1]
+    assert code["bottom"] - code["top"] >= 200, "and tall enough to read a function in"
+    assert code["scroll"] <= code["width"], "long lines wrap in the code, not scroll"
+    # The line that ran is on the screen, in the code's box.
+    current = box(projector, ".panel .code .current")
+    assert code["top"] <= current["top"] < current["bottom"] <= code["bottom"]
+
+
+def test_big_type_is_a_button_a_key_and_an_address(projector: Any, pages: dict[str, Path]) -> None:
+    data = open_page(projector, pages["all"], "#step=5")
+    big = "return document.body.classList.contains('big')"
+    assert not projector.execute_script(big)
+    normal = box(projector, "#lanes")
+    assert measure(projector, "#lanes")["smallest"] < 18
+    projector.find_element("id", "big").click()
+    assert projector.execute_script(big)
+    assert projector.execute_script("return location.hash") == "#big&step=5"
+    assert box(projector, "#lanes")["bottom"] > normal["bottom"], "larger rows for larger type"
+    assert cursor(projector) == 5, "the same step, larger"
+    press(projector, "b")
+    assert not projector.execute_script(big)
+    assert projector.execute_script("return location.hash") == "#step=5"
+    # An address with both opens in large type at that step, on the panel of its crawl.
+    open_page(projector, pages["all"], "#big&step=12")
+    assert projector.execute_script(big) and cursor(projector) == 12
+    crawl, _ = merged(data)[11]
+    shown = projector.find_elements("css selector", ".panel")
+    assert [p.get_attribute("data-crawl") for p in shown if p.is_displayed()] == [str(crawl)]
+    # The normal view fits the screen too.
+    open_page(projector, pages["all"])
+    found = measure(projector, "#lanes")
+    assert found["scroll"] <= found["width"]
+
+
+def test_the_diff_page_fits_a_projector_and_lists_its_pairs(projector: Any, tmp_path: Path) -> None:
+    from shared.tools import sidebyside
+
+    page = tmp_path / "diff.html"
+    assert sidebyside.main(["stage1", "stage2", "--html", "--out", str(page)]) == 0
+    projector.get(page.resolve().as_uri())
+    code = measure(projector, "td.c:not(.none)")
+    assert code["count"] > 300 and code["smallest"] >= 18
+    assert code["scroll"] <= code["width"], "the page scrolls sideways"
+    links = projector.find_elements("css selector", "nav a")
+    assert len(links) == len(projector.find_elements("css selector", "section"))
+    target = next(link for link in links if link.get_attribute("href").endswith("#crawler-work"))
+    target.click()
+    section = box(projector, "#crawler-work")
+    assert -1 < section["top"] < 5, "the link brings its pair to the top of the screen"  # sub-pixel
+    assert "Crawler.work" in projector.find_element("css selector", "#crawler-work th").text
+
+
+@pytest.mark.parametrize("picture", ["compare.svg", "memory.svg", "race.svg"])
+def test_the_compare_pictures_fill_the_width_in_14_px_type(projector: Any, picture: str) -> None:
+    from shared.tools.bench.compare import README_OUT
+
+    projector.get((README_OUT / picture).resolve().as_uri())
+    shown: dict[str, Any] = projector.execute_script(
+        """
+        const svg = document.documentElement;
+        const scale = svg.getScreenCTM().a;  // screen pixels per unit of the viewBox
+        const sizes = [...svg.querySelectorAll("text")]
+          .map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+        return {width: svg.getBoundingClientRect().width, screen: innerWidth,
+                viewBox: svg.getAttribute("viewBox"), smallest: Math.min(...sizes),
+                scroll: svg.scrollWidth || document.scrollingElement.scrollWidth};
+        """
+    )
+    assert shown["viewBox"] and shown["screen"] == browser.PROJECTOR[0]
+    assert shown["width"] == shown["screen"], "the picture scales to the window's width"
+    assert shown["smallest"] >= 14, shown

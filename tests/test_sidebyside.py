@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import html.parser
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -365,7 +366,10 @@ def test_the_page_is_self_contained() -> None:
     page = read_page(render_html(view("stage1", "stage2")))
     assert not page.tags & {"script", "link", "img", "iframe", "object", "embed", "audio"}
     loading = {"src", "href", "srcset", "action", "formaction", "data", "poster", "background"}
-    assert not [name for name, _ in page.attributes if name in loading]
+    # The only links are to the page's own sections: its contents list.
+    assert not [
+        name for name, v in page.attributes if name in loading and not (v or "").startswith("#")
+    ]
     assert not [value for _, value in page.attributes if value and ":" in value]
     assert page.style.strip() and "url(" not in page.style and "@import" not in page.style
 
@@ -379,6 +383,21 @@ def test_the_page_marks_changed_words_and_heads_each_pair() -> None:
     work = [piece for piece in every if piece.name == "Crawler.work"]
     assert f"Crawler.work <small>lines {sidebyside.line_ranges(work, every)}</small>" in text
     assert '<tr class="changed">' in text and '<tr class="same">' in text
+
+
+def test_the_page_lists_the_pairs_and_each_link_leads_to_its_pair() -> None:
+    compared = view("stage1", "stage2")
+    text = render_html(compared)
+    links = re.findall(r'<li><a href="#([^"]+)">', text)
+    ids = re.findall(r'<section id="([^"]+)">', text)
+    assert links == ids and len(ids) == len(set(ids)) == len(compared.sections)
+    assert "crawler-work" in ids and "fetcher" in ids  # named after the pieces, for a link
+    assert text.count('href="#contents"') == len(ids)  # and each pair leads back up
+
+
+def test_the_tool_keeps_to_its_size() -> None:
+    """500 lines at most: the tool stays small beside the stages it shows."""
+    assert len(Path(sidebyside.__file__).read_text(encoding="utf-8").splitlines()) <= 500
 
 
 # --- the command line ---------------------------------------------------------------------

@@ -72,18 +72,30 @@ def headless_chromium(width: int = 1400, height: int = 1000) -> Iterator[WebDriv
             driver.quit()
 
 
-def screenshot(page: Path, picture: Path, step: int, width: int = 1400, height: int = 1000) -> None:
-    """Open the page at a step (1-based, in all crawls' time order) and save it as a PNG."""
+#: The screen a projector shows, as a class sees the page in large type.
+PROJECTOR = (1280, 720)
+
+
+def screenshot(page: Path, picture: Path, step: int, big: bool = False) -> None:
+    """Open the page at a step (1-based, in all crawls' time order) and save it as a PNG.
+
+    The whole page, 1400 pixels wide; or with ``big``, the page in large type (``#big``)
+    as a 1280x720 projector shows it: the screen, not what is below it.
+    """
     from selenium.webdriver.support.ui import WebDriverWait
 
     picture.parent.mkdir(parents=True, exist_ok=True)
+    width, height = PROJECTOR if big else (1400, 1000)
     with headless_chromium(width, height) as driver:
-        driver.get(f"{page.resolve().as_uri()}#step={step}")
+        driver.get(f"{page.resolve().as_uri()}#{'big&' if big else ''}step={step}")
         WebDriverWait(driver, 10).until(
             lambda d: d.execute_script("return document.body.dataset.ready")
         )
-        # The whole page, not the window: a viewport as tall as the content.
-        full = int(driver.execute_script("return document.documentElement.scrollHeight"))
-        metrics = {"width": width, "height": full, "deviceScaleFactor": 1, "mobile": False}
+        # The whole page, not the window: a viewport as tall as the content.  (The window
+        # is the size asked for inside, its bars aside: the viewport is set either way.)
+        inside = height
+        if not big:
+            inside = int(driver.execute_script("return document.documentElement.scrollHeight"))
+        metrics = {"width": width, "height": inside, "deviceScaleFactor": 1, "mobile": False}
         driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
         driver.save_screenshot(str(picture))

@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--step", type=int, metavar="N", help="the step the screenshot shows (a busy one)"
     )
+    parser.add_argument(
+        "--big",
+        action="store_true",
+        help="large type, the code beside the lanes: for a projector (the page's #big); "
+        "with --screenshot, a picture of a 1280x720 screen",
+    )
     parser.add_argument("--no-open", action="store_true", help="do not open a browser")
     return parser
 
@@ -142,7 +148,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             *(["--ignore-robots"] if options.ignore_robots else []),
         ]
     )
-    size = write(out, crawls, heading)
+    # The page opens at a busy step: the first at which the most actors wait on sockets.
+    middle = len(crawls) // 2  # with all three: stage 2, the one with most to show
+    busy = merged_position(crawls, middle, interesting_step(crawls[middle]))
+    size = write(out, crawls, heading, start=busy)
     print(f"wrote {out} ({size / 1024:.0f} KiB)", file=sys.stderr)
     if own.screenshot is not None:
         from shared.tools.show.browser import missing, screenshot
@@ -151,11 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"no screenshot: {reason}", file=sys.stderr)
             return 2
         picture = Path(own.screenshot or out.with_suffix(".png"))
-        middle = len(crawls) // 2  # with all three: stage 2, the one with most to show
-        step = own.step or merged_position(crawls, middle, interesting_step(crawls[middle])) + 1
-        screenshot(out, picture, step)
+        screenshot(out, picture, own.step or busy + 1, big=own.big)
         print(f"wrote {picture}", file=sys.stderr)
-    if not own.no_open and can_open_browser() and webbrowser.open(out.resolve().as_uri()):
+    address = out.resolve().as_uri() + ("#big" if own.big else "")
+    if not own.no_open and can_open_browser() and webbrowser.open(address):
         return 0
     print(out.resolve())
     return 0

@@ -97,13 +97,22 @@
   // ---- the lanes --------------------------------------------------------------------
   const canvas = document.getElementById("lanes");
   const ctx = canvas.getContext("2d");
-  const GUTTER = 150, AXIS = 26, HEAD = 20, ROW = 22, BAR = 14;
+  // The lanes' sizes follow the canvas's CSS font size (page.css), so that the large type
+  // of a projector (#big) makes the rows as much larger as their labels.
+  let FONT, GUTTER, AXIS, HEAD, ROW, BAR, height;
   const blocks = [];  // per crawl: the y of its first row
-  let height = AXIS;
-  for (const c of crawls) {
-    blocks.push(height + HEAD);
-    height += HEAD + c.rows.length * ROW + 6;
+  function layout() {
+    FONT = parseFloat(getComputedStyle(canvas).fontSize) || 11;
+    GUTTER = Math.round(FONT * 14.5);  // room for the axis's title and the lanes' names
+    [AXIS, HEAD, ROW, BAR] = [2.4, 1.8, 2, 1.3].map((k) => Math.round(FONT * k));
+    height = AXIS;
+    blocks.length = 0;
+    for (const c of crawls) {
+      blocks.push(height + HEAD);
+      height += HEAD + c.rows.length * ROW + 6;
+    }
   }
+  layout();
 
   function toPixel(x, width) {
     return GUTTER + ((x - view[0]) / (view[1] - view[0])) * (width - GUTTER - 10);
@@ -113,7 +122,7 @@
   }
 
   function niceStep(span, pixels) {
-    const raw = span / Math.max(1, pixels / 90);
+    const raw = span / Math.max(1, pixels / (FONT * 8));
     const power = Math.pow(10, Math.floor(Math.log10(raw)));
     for (const m of [1, 2, 5, 10]) if (m * power >= raw) return m * power;
     return 10 * power;
@@ -140,7 +149,7 @@
     }
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
     ctx.clearRect(0, 0, width, height);
-    ctx.font = "11px system-ui, sans-serif";
+    ctx.font = FONT + "px system-ui, sans-serif";
     ctx.textBaseline = "middle";
     // The axis: seconds, or step numbers.
     const tick = niceStep(view[1] - view[0], width - GUTTER);
@@ -208,7 +217,7 @@
       ctx.fillStyle = COLORS[w.kind] || COLORS.future;
       ctx.fillRect(x0, y, Math.max(1, x1 - x0), BAR);
       ctx.globalAlpha = 1;
-      if (x1 - x0 > 40) {
+      if (x1 - x0 > FONT * 4) {
         const label = w.label + (c.actors[w.actor][1] >= 0 ? "  " + (c.s(c.actors[w.actor][1]) || "") : "");
         ctx.save();
         ctx.beginPath();  // clipped sideways only: the bar's end, not the letters' tails
@@ -231,7 +240,7 @@
       ctx.strokeStyle = "#c0392b";
       ctx.lineWidth = 2;
       ctx.beginPath();
-      ctx.arc(toPixel(xOf(c, cur), width), top + row * ROW + ROW / 2, 6, 0, 2 * Math.PI);
+      ctx.arc(toPixel(xOf(c, cur), width), top + row * ROW + ROW / 2, ROW / 3.5, 0, 2 * Math.PI);
       ctx.stroke();
       ctx.lineWidth = 1;
     }
@@ -240,10 +249,10 @@
   function drawLabels(c) {
     const top = blocks[c.index];
     ctx.fillStyle = "#1d2330";
-    ctx.font = "600 12px system-ui, sans-serif";
+    ctx.font = "600 " + (FONT + 1) + "px system-ui, sans-serif";
     ctx.fillText(c.title, 8, top - HEAD / 2);
     const titled = ctx.measureText(c.title).width;
-    ctx.font = "11px system-ui, sans-serif";
+    ctx.font = FONT + "px system-ui, sans-serif";
     ctx.fillStyle = "#667085";
     ctx.fillText(c.raw.note, 8 + titled + 10, top - HEAD / 2);
     const cur = currentStep(c);
@@ -601,6 +610,7 @@
       "=": () => zoom(0.5),
       "-": () => zoom(2),
       "0": () => { view = fullView(); draw(); },
+      b: () => setBig(!document.body.classList.contains("big")),
     };
     if (keys[e.key]) {
       e.preventDefault();
@@ -622,13 +632,33 @@
     legend.append(item);
   }
   legend.append(" \u00b7 click to jump, drag to pan, Ctrl+wheel to zoom");
-  // "page.html#step=30" opens at step 30 (as the screenshot does), or goes there.
+  // The address says how to open: "page.html#step=30" at step 30, "#big" in large type,
+  // "#big&step=30" both.  Without a step, the page opens at a busy one (page.py chose it).
   function stepInAddress() {
     const wanted = /(?:^#|&)step=(\d+)/.exec(location.hash);
-    return wanted ? Math.max(0, Math.min(total - 1, Number(wanted[1]) - 1)) : 0;
+    return wanted ? Math.max(0, Math.min(total - 1, Number(wanted[1]) - 1)) : null;
   }
-  window.addEventListener("hashchange", () => go(stepInAddress()));
-  cursor = stepInAddress();
+  const bigInAddress = () => /(?:^#|&)big(?:&|$)/.test(location.hash);
+
+  // Projector mode: type of 18 px and more, and the code beside the lanes, not below them.
+  // The address keeps it (history.replaceState: no new history entry, no hashchange), so
+  // that a reload, or the link given to a class, opens the same view.
+  function setBig(on) {
+    document.body.classList.toggle("big", on);
+    document.getElementById("big").setAttribute("aria-pressed", String(on));
+    layout();
+    show();  // the code boxes changed size: each scrolls to its line again
+    const rest = location.hash.replace(/^#/, "").split("&").filter((p) => p && p !== "big");
+    const parts = on ? ["big", ...rest] : rest;
+    history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname);
+  }
+  document.getElementById("big").addEventListener("click", () => setBig(!document.body.classList.contains("big")));
+  window.addEventListener("hashchange", () => {
+    const step = stepInAddress();
+    if (step !== null) go(step);
+    if (bigInAddress() !== document.body.classList.contains("big")) setBig(bigInAddress());
+  });
+  cursor = stepInAddress() ?? Math.max(0, Math.min(total - 1, DATA.start || 0));
   view = fullView();
   if (total > 300) {  // a long crawl opens on a hundred steps around the cursor; "fit" shows all
     const from = Math.max(0, cursor - 20), to = Math.min(total - 1, from + 100);
@@ -638,5 +668,6 @@
     view = [x0 - pad, x1 + pad];
   }
   show();
+  if (bigInAddress()) setBig(true);
   document.body.dataset.ready = "true";
 })();

@@ -189,11 +189,12 @@ def interesting_step(crawl: dict[str, Any]) -> int:
     return chosen
 
 
-def render(crawls: list[dict[str, Any]], heading: str) -> str:
-    """The whole page, as one string of HTML."""
+def render(crawls: list[dict[str, Any]], heading: str, start: int = 0) -> str:
+    """The whole page, as one string of HTML; it opens at position ``start`` (from 0) of
+    all the crawls' steps in time order, unless its address names a step."""
     assets = resources.files("shared.tools.show")
     template = (assets / "page.html").read_text(encoding="utf-8")
-    data = {"kinds": KINDS, "heading": heading, "crawls": crawls}
+    data = {"kinds": KINDS, "heading": heading, "crawls": crawls, "start": start}
     # "<" escaped everywhere, so that no text in the data can end the <script> element.
     payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     return (
@@ -204,9 +205,9 @@ def render(crawls: list[dict[str, Any]], heading: str) -> str:
     )
 
 
-def write(path: Path, crawls: list[dict[str, Any]], heading: str) -> int:
+def write(path: Path, crawls: list[dict[str, Any]], heading: str, start: int = 0) -> int:
     """Write the page to ``path`` (its folder is made); return its size in bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    page = render(crawls, heading).encode("utf-8")
+    page = render(crawls, heading, start).encode("utf-8")
     path.write_bytes(page)
     return len(page)
