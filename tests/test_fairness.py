@@ -12,6 +12,7 @@ holds a try for as long as the site lets it (15 s here), or forever.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import socket
@@ -21,11 +22,12 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+import aiohttp
 import pytest
 
 from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
-from shared.testsite import Site, serve
+from shared.testsite import TRAPS, Site, serve
 from shared.testsite.endless import ENDLESS, ENDLESS_FAILING, KEEPALIVE_PAGES
 from shared.testsite.oracle import assert_matches_oracle
 
@@ -209,3 +211,40 @@ def test_keepalive_pages_close_their_connection_and_link_to_more() -> None:
 def port(base_url: str) -> int:
     """The port of a base URL "http://127.0.0.1:PORT/"."""
     return int(base_url.rstrip("/").rpartition(":")[2])
+
+
+# --- stage 3 counts tries as the others do -------------------------------------------------
+# `nox -s aiohttp_floor` runs these (and the rest of this file) on the oldest aiohttp that
+# pyproject.toml allows; the suite runs them on the newest.
+
+
+def test_a_dropped_connection_costs_one_try_and_one_request(stage: ModuleType) -> None:
+    """The flaky page hangs up on its first two requests: three tries, three requests."""
+    site = Site(pages=1)
+    with serve(site) as base_url:
+        flaky = base_url + TRAPS["flaky"].lstrip("/")
+        result = stage.crawl([flaky], Options(ignore_robots=True, max_tries=4))
+    record = result.by_url()[flaky]
+    assert (record.status, record.tries) == (200, 3)
+    assert site.requests[TRAPS["flaky"]] == 3  # aiohttp's own retry would have made it 2 tries
+
+
+@pytest.mark.parametrize("retry", [True, False])
+def test_aiohttp_still_reads_the_switch_stage3_turns_off(retry: bool) -> None:
+    """Stage 3 writes aiohttp's private ``_retry_connection``: check it is still what it reads.
+
+    With it on, one GET to a server that hangs up before answering is sent twice; with it
+    off, once.  If a release of aiohttp drops or renames it, this fails and says so.
+    """
+    assert "_retry_connection" in aiohttp.ClientSession.ATTRS  # a declared attribute, not ours
+    site = Site(pages=1)
+
+    async def get_once(url: str) -> None:
+        async with aiohttp.ClientSession() as session:
+            session._retry_connection = retry
+            with pytest.raises(aiohttp.ServerDisconnectedError):
+                await session.get(url)
+
+    with serve(site) as base_url:
+        asyncio.run(get_once(base_url + TRAPS["flaky"].lstrip("/")))
+    assert site.requests[TRAPS["flaky"]] == (2 if retry else 1)
