@@ -120,7 +120,7 @@ class Fetcher:
             self.loop.register(self.sock, EVENT_READ, self._on_readable)  # the continuation
 
     def _on_readable(self, key: SelectorKey, mask: int) -> None:
-        """Feed what arrived to the parser; finish the try when the response is complete."""
+        """Feed one recv()'s bytes to the parser; finish the try when the response is complete."""
         assert self.sock is not None
         try:
             while True:

@@ -72,6 +72,19 @@ def test_a_flood_ends_at_its_timeout_and_the_page_beside_it_is_served(
     assert elapsed <= TIMEOUT_S + MARGIN_S + 1, f"the crawl took {elapsed:.1f} s"
 
 
+def test_a_fetch_ends_within_its_tries_times_timeout_and_delay(stage: ModuleType) -> None:
+    """Two tries of a flood, --delay before each: the fetch is bounded by what it was allowed."""
+    site = Site(pages=1, traps=False, endless=True, endless_s=15)
+    timeout, delay, tries = 1.0, 0.5, 2
+    with serve(site) as base_url:
+        flood = base_url + ENDLESS["interim-flood"].lstrip("/")
+        options = Options(timeout=timeout, delay=delay, max_tries=tries, ignore_robots=True)
+        result = stage.crawl([flood], options)
+    [record] = result.fetches
+    assert (record.status, record.tries) == (None, tries) and "Timeout" in (record.error or "")
+    assert durations(result)[flood] <= tries * (timeout + delay) + MARGIN_S, durations(result)
+
+
 def test_the_endless_catalogue_gives_the_oracles_records(stage: ModuleType) -> None:
     """Every endless case, twice each, beside healthy pages: records, and every try bounded."""
     site = Site(pages=6, traps=False, endless=True, endless_s=15)
