@@ -79,13 +79,15 @@ def endless_pages() -> dict[str, Resource]:
     found = {path: Resource(kind=name, content_type=None) for name, path in ENDLESS.items()}
     links = [path.removeprefix(ENDLESS["keepalive-silent"] + "/") for path in KEEPALIVE_PAGES]
     items = "".join(f'<p><a href="keepalive-silent/{link}">{link}</a></p>' for link in links)
-    found[ENDLESS["keepalive-silent"]] = page("Kept alive, closed silently", items, KEEPALIVE_PAGES)
+    found[ENDLESS["keepalive-silent"]] = keepalive_page(
+        "Kept alive, closed silently", items, KEEPALIVE_PAGES
+    )
     for path in KEEPALIVE_PAGES:
-        found[path] = page(f"Kept alive {path[-1]}", "<p>Nothing more.</p>", ())
+        found[path] = keepalive_page(f"Kept alive {path[-1]}", "<p>Nothing more.</p>", ())
     return found
 
 
-def page(title: str, inner: str, links: Iterable[str]) -> Resource:
+def keepalive_page(title: str, inner: str, links: Iterable[str]) -> Resource:
     """A keep-alive page: an ordinary answer after which its connection is closed silently."""
     plain = html_page(title, inner, list(links))
     return Resource(kind="keepalive-silent", body=plain.body, links=plain.links, content_type=HTML)
