@@ -53,7 +53,7 @@ def durations(result: CrawlResult) -> dict[str, float]:
 def test_a_flood_ends_at_its_timeout_and_the_page_beside_it_is_served(
     stage: ModuleType, kind: str
 ) -> None:
-    """The issue's own case: --timeout 2 --max-tries 1, a 15 s flood and a page beside it."""
+    """--timeout 2 --max-tries 1, a flood of 15 s and a page beside it: the page is served."""
     # The page beside the flood answers after 1 s, well inside the flood: it is served
     # only if the loop goes on polling the other sockets while the flood pours in.
     site = Site(pages=1, traps=False, endless=True, endless_s=15, wide=1, wide_delay=1.0)
