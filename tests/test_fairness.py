@@ -27,7 +27,7 @@ import pytest
 
 from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
-from shared.testsite import TRAPS, Site, serve
+from shared.testsite import TRAPS, ServerTLS, Site, serve
 from shared.testsite.endless import ENDLESS, ENDLESS_FAILING, KEEPALIVE_PAGES
 from shared.testsite.oracle import assert_matches_oracle
 
@@ -70,6 +70,20 @@ def test_a_flood_ends_at_its_timeout_and_the_page_beside_it_is_served(
     assert durations(result)[flood] <= TIMEOUT_S + MARGIN_S, durations(result)
     assert ends[ENDLESS[kind]] <= TIMEOUT_S + MARGIN_S, ends  # the server saw it hang up
     assert elapsed <= TIMEOUT_S + MARGIN_S + 1, f"the crawl took {elapsed:.1f} s"
+
+
+def test_a_flood_over_https_ends_at_its_timeout_too(stage: ModuleType, test_ca: ServerTLS) -> None:
+    """Over TLS a recv() returns one record at a time, and what a record holds beyond it waits
+    in the TLS layer, unseen by select(): read at once, but never more than that."""
+    site = Site(pages=1, traps=False, endless=True, endless_s=15, wide=1, wide_delay=1.0)
+    options = Options(timeout=TIMEOUT_S, max_tries=1, cafile=test_ca.cafile)
+    with serve(site, tls=test_ca) as base_url:
+        flood, page = base_url + ENDLESS["interim-flood"].lstrip("/"), base_url + "wide/0"
+        result = stage.crawl([flood, page], options)
+    records = result.by_url()
+    assert records[page].status == 200 and records[page].error is None, records[page]
+    assert "Timeout" in (records[flood].error or ""), records[flood].error
+    assert durations(result)[flood] <= TIMEOUT_S + MARGIN_S, durations(result)
 
 
 def test_a_fetch_ends_within_its_tries_times_timeout_and_delay(stage: ModuleType) -> None:
