@@ -70,6 +70,23 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs)
 
 
+@nox.session(python=PYTHONS[0], default=False)
+def aiohttp_floor(session: nox.Session) -> None:
+    """Stage 3's tests on the oldest aiohttp that pyproject.toml allows (`aiohttp>=X`: X).
+
+    Stage 3 turns off aiohttp's own retry through a private attribute (see
+    stage3_asyncio/crawler.py); tests/test_fairness.py checks that aiohttp still reads it.
+    The tests session runs it on the newest aiohttp, this one on the floor of the range.
+    """
+    install(session, "test")
+    dependencies = PYPROJECT["project"]["dependencies"]
+    [floor] = [
+        spec.removeprefix("aiohttp>=") for spec in dependencies if spec.startswith("aiohttp>=")
+    ]
+    session.install(f"aiohttp=={floor}")
+    session.run("pytest", "tests/test_fairness.py", "tests/test_stage3.py", "--stage", "stage3")
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check) and mypy --strict on shared/ and the stages."""

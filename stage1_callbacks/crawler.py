@@ -121,24 +121,28 @@ class Fetcher:
             self.loop.register(self.sock, EVENT_READ, self._on_readable)  # the continuation
 
     def _on_readable(self, key: SelectorKey, mask: int) -> None:
-        """Feed what arrived to the parser; finish the try when the response is complete."""
+        """Feed one recv()'s bytes to the parser; finish the try when the response is complete."""
         assert self.sock is not None
-        complete = False
         try:
-            # Read until nothing is left, not just once: a TLS socket may hold decrypted
-            # bytes in its own buffer, which select() cannot see.
-            while not complete:
+            while True:
                 chunk = self.sock.recv(CHUNK)
                 # An empty chunk means the peer closed: the end of the body, or a cut-off one.
                 complete = self.parser.feed(chunk) if chunk else self.parser.feed_eof()
+                # One recv() and back to the loop, even if more is waiting: fairness.  A server
+                # that sends faster than we parse must not keep the loop from its timers (our
+                # --timeout) and the other fetches.  Only bytes a TLS socket holds decrypted,
+                # which select() cannot see, are read at once: at most the rest of one record.
+                if complete or not (isinstance(self.sock, ssl.SSLSocket) and self.sock.pending()):
+                    break
         except WOULD_BLOCK:
-            # Nothing more for now.  The socket stays registered with this very
-            # callback, so the loop calls it again when more bytes arrive.
+            # Nothing yet (a TLS record not complete).  The socket stays registered with
+            # this very callback, so the loop calls it again when more bytes arrive.
             return
         except NETWORK_ERRORS as exc:
             self._fail(exc)
             return
-        self._succeed(self.parser.response())
+        if complete:
+            self._succeed(self.parser.response())
 
     def _on_timeout(self) -> None:
         """The try took longer than --timeout: abandon it as a failed try."""

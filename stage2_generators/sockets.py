@@ -94,9 +94,10 @@ def sock_handshake(sock: ssl.SSLSocket) -> Coroutine[None]:
 
 def sock_recv(sock: socket.socket, n: int) -> Coroutine[bytes]:
     """Receive up to `n` bytes (b"" when the peer has closed); OSError on failure."""
-    # Try before waiting, as CPython does: a TLS socket may hold decrypted bytes in its own
-    # buffer while the socket itself is not readable, and select() would never wake us.
-    with contextlib.suppress(*WOULD_BLOCK):
+    # Wait first, even if bytes are there: a coroutine that never waits starves the others, and
+    # a server that sends faster than we parse would keep the loop (its timers, our --timeout)
+    # to itself. Only what a TLS socket holds decrypted, which select() cannot see, is taken now.
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
         return sock.recv(n)
     # suspends: waits for the socket to be readable
     return (yield from _when_ready(sock, False, partial(sock.recv, n)))

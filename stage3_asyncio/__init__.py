@@ -2,7 +2,7 @@
 
 Chapter: "Coordinating Coroutines".  Changed from stage 2: our hand-made Future,
 Task, event loop and queue give way to asyncio's, ``yield from`` becomes ``await``,
-and aiohttp speaks HTTP (with a connection pool) in place of shared/httpwire.py.
+and aiohttp speaks HTTP in place of shared/httpwire.py.
 """
 
 from shared import lazy_exports

@@ -2,8 +2,7 @@
 
 Chapter: "Coordinating Coroutines".  Changed from stage 2: ``yield from`` -> ``await``,
 our Queue -> asyncio.Queue, our sockets, TLS handshake and shared/httpwire.py -> an
-aiohttp session that pools connections.  What a response means is decided in
-shared/crawling.py.
+aiohttp session.  What a response means is decided in shared/crawling.py.
 """
 
 from __future__ import annotations
@@ -35,7 +34,14 @@ class Crawler(BaseCrawler):
         for item in self.start_items():
             self.q.put_nowait(item)
         # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
-        connector = aiohttp.TCPConnector(limit=self.max_tasks, ssl=self.ssl_context)
+        # force_close: a new connection per request, as in stages 1 and 2, so a try is one
+        # request on one connection.  A pooled connection the server had closed unannounced
+        # would fail a request it never saw, and no client can tell that from a server that
+        # took the request and hung up (the test site's flaky page): a free retry for the one
+        # is a free retry for the other.  No pool, no such failures (see the guide).
+        connector = aiohttp.TCPConnector(
+            limit=self.max_tasks, ssl=self.ssl_context, force_close=True
+        )
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
         headers = {"User-Agent": USER_AGENT}
@@ -46,8 +52,10 @@ class Crawler(BaseCrawler):
         async with aiohttp.ClientSession(
             connector=connector, timeout=timeout, headers=headers, trace_configs=traces
         ) as self.session:
-            # aiohttp quietly repeats a GET once when the server hangs up before answering.
-            # Retrying is the crawler's job (--max-tries counts every attempt), so turn that off.
+            # aiohttp quietly repeats a GET once when the server hangs up before answering: a
+            # second try that --max-tries would not count.  Retrying is the crawler's job, so
+            # turn it off.  aiohttp has no public switch for it: this attribute is what its
+            # ClientSession._request reads, and tests/test_stage3.py checks that it still does.
             self.session._retry_connection = False
             workers = [
                 asyncio.create_task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)

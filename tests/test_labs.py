@@ -15,6 +15,7 @@ and says where the lines went: update the guide.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import itertools
@@ -39,7 +40,7 @@ import pytest
 
 import stage3_asyncio.crawler as stage3
 from shared.crawling import Options
-from shared.testsite import Site, serve
+from shared.testsite import Site, add_site_arguments, serve, site_from_arguments
 from shared.trace import coroutine_chain
 from stage2_generators.crawler import Crawler as Stage2Crawler
 from stage2_generators.futures import Future
@@ -711,3 +712,62 @@ def test_lab6_in_process_the_deadlock_is_raised_at_once() -> None:
         assert time.monotonic() - started < 1
     finally:
         loop.close()
+
+
+# --- lab 7: read without waiting ----------------------------------------------------------
+
+
+def test_lab7_a_coroutine_that_never_waits_holds_the_loop_until_the_site_lets_go(
+    tmp_path: Path,
+) -> None:
+    text = guide("07-read-without-waiting.md")
+    (diff,) = blocks(text, "diff")
+    code = broken_copy(diff, tmp_path / "code")
+    site_command, crawl_command = commands(text)
+    # The guide's site, built from its own command line; served here on a free port.
+    assert site_command[:2] == ["-m", "shared.testsite"]
+    parser = argparse.ArgumentParser()
+    add_site_arguments(parser, port=0)
+    args = parser.parse_args(site_command[2:])
+    site = site_from_arguments(args)
+    bound = site.endless_s
+    assert site.endless and bound is not None
+    assert crawl_command[:3] == ["-m", "stage2_generators", f"http://127.0.0.1:{args.port}/"]
+    timeout = float(crawl_command[crawl_command.index("--timeout") + 1])
+    floods = ("interim-flood", "tiny-chunks")
+    runs = {}
+    with serve(site) as base_url, processes() as start:
+        for name, copy in (("broken", code), ("unbroken", None)):
+            site.reset()
+            workdir = tmp_path / name
+            argv = ["-m", "stage2_generators", base_url, *crawl_command[3:]]
+            runs[name] = start([*argv, "--json", str(workdir / "crawl.json")], workdir, copy)
+            assert runs[name].wait() == 0, runs[name].stderr
+    flood_urls = {base_url + "endless/" + flood for flood in floods}
+    pages = {base_url + f"p/{n}" for n in range(1, 6)}
+
+    def gaps(run: Run) -> list[tuple[float, Step]]:
+        trace = steps(run.stderr)
+        return sorted(
+            ((later.time - earlier.time, earlier) for earlier, later in itertools.pairwise(trace)),
+            key=lambda gap: gap[0],
+        )
+
+    # Unbroken: both floods time out at 2 s, every page is in, the trace never pauses.
+    unbroken = runs["unbroken"].records()
+    for url in flood_urls:
+        assert unbroken[url]["error"] == f"TimeoutError: timed out after {timeout} s", unbroken[url]
+    assert all(unbroken[url]["status"] == 200 for url in pages)
+    assert runs["unbroken"].doc()["elapsed_s"] < bound
+    assert gaps(runs["unbroken"])[-1][0] < timeout
+    # Broken: as long as the site pours, and in the trace one silence that long, right
+    # after a step of a flood's task: the step that never ended while the flood poured.
+    assert runs["broken"].doc()["elapsed_s"] >= bound
+    silence, before = gaps(runs["broken"])[-1]
+    assert silence >= bound - 1, (silence, before)
+    assert before.url in flood_urls and ">request>sock_" in before.what, before
+    broken = runs["broken"].records()
+    # The flood that held the loop ends with the site's hang-up, never its own timeout.
+    assert broken[before.url]["error"].startswith(
+        "WireError: connection closed before the response was complete"
+    ), broken[before.url]

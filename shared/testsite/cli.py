@@ -3,6 +3,8 @@
 Serves a site in the foreground for a class to crawl, and logs every request it
 answers so the class can watch them arrive.  ``--hosts 3`` serves it on 127.0.0.1,
 127.0.0.2 and 127.0.0.3 at once: three hosts, to crawl with ``--max-per-host``.
+``--endless`` adds servers that never finish (shared/testsite/endless.py), to watch a
+crawler keep its loop fair (lab 7).
 :func:`add_site_arguments` and :func:`site_from_arguments` are shared with
 ``python -m shared.tools.bench.server``.
 """
@@ -35,6 +37,14 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int) -> None:
     parser.add_argument(
         "--robots", choices=ROBOTS_KINDS, help="what /robots.txt answers (default: a 404)"
     )
+    parser.add_argument("--endless", action="store_true", help="add servers that never finish")
+    parser.add_argument(
+        "--endless-seconds",
+        type=float,
+        default=15.0,
+        metavar="S",
+        help="the site ends each endless answer after S seconds (default 15; 0: never)",
+    )
 
 
 def site_from_arguments(args: argparse.Namespace) -> Site:
@@ -49,6 +59,8 @@ def site_from_arguments(args: argparse.Namespace) -> Site:
         wide=args.wide,
         wide_delay=args.wide_delay,
         robots=args.robots,
+        endless=args.endless,
+        endless_s=args.endless_seconds or None,
     )
 
 

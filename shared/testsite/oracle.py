@@ -30,6 +30,10 @@ Records worth knowing
 * Hostile ``silent``, ``reset``, ``short`` and ``garbage`` fail every try; ``huge`` is
   status 200 with ``error=True`` (the body passes the crawler's 10 MiB cap, so it is not
   decoded: ``encoding`` None); ``binary`` is a parsed text/html page with no links.
+* The endless cases (endless.py, ``endless=True``) in ``ENDLESS_FAILING`` fail every try,
+  in every stage, whatever each stage gives as the reason; the keep-alive pages are
+  ordinary pages in every stage, since a connection the server closed unannounced is
+  never the page's fault.
 * No correct crawler ever requests a path starting with :data:`NEVER`.
 
 The base URL passed to :meth:`Site.expected` must be the one :func:`serve` yields
@@ -45,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from shared.testsite.endless import ENDLESS_FAILING
 from shared.testsite.traps import DISALLOWED, FAILING_KINDS
 
 if TYPE_CHECKING:
@@ -144,7 +149,7 @@ def walk(
             continue
         res = site.resource(path)
         discovered: list[str] = []
-        if res.kind in FAILING_KINDS or res.drops >= max_tries:
+        if res.kind in FAILING_KINDS or res.kind in ENDLESS_FAILING or res.drops >= max_tries:
             walk.records[url] = Expected(None, None, None, None, 0, max_tries, True)
             continue
         tries = res.drops + 1

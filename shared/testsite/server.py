@@ -28,6 +28,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 from aiohttp import web
 
+from shared.testsite import endless
 from shared.testsite.pages import HTML, Resource
 from shared.testsite.tls import ServerTLS
 from shared.testsite.traps import HUGE_SIZE
@@ -93,12 +94,17 @@ def make_app(site: Site) -> web.Application:
 
 async def handle(site: Site, request: web.Request) -> web.StreamResponse:
     """Count the request, wait the configured latency, then answer as defined."""
+    if endless.closed_silently(request):  # as if the connection had been closed after its answer
+        return send_raw(request, b"")
     path, host = canonical(request.raw_path), host_of(request)
     site.arrived(host, path, request.headers.get("User-Agent", ""))
     try:
         if site.latency > 0:
             await asyncio.sleep(site.latency)
-        return await answer(site, request, path, site.resource(path))
+        res = site.resource(path)
+        if site.silent_close or res.kind == "keepalive-silent":
+            endless.spend(request)  # this answer is the connection's last, though it says not
+        return await answer(site, request, path, res)
     finally:
         site.answered(host)
 
@@ -109,6 +115,8 @@ async def answer(site: Site, request: web.Request, path: str, res: Resource) -> 
     if res.drops and site.drop_now(origin + path, res):
         return send_raw(request, b"")
     kind = res.kind
+    if kind in endless.ENDLESS_FAILING:
+        return send_raw(request, b"", reset=await endless.misbehave(site, request, path, kind))
     if kind == "silent":
         await asyncio.sleep(_SILENT_SECONDS)
         return web.Response(status=504)

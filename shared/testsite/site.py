@@ -14,6 +14,10 @@ Shape of the site
 * With ``hostile=True`` the root also links to the pages in :data:`HOSTILE`, which
   misbehave at the HTTP level (no answer, reset, short body, garbage, 20 MB, random
   bytes).  With ``wide=N`` it links to ``/wide/0`` .. ``/wide/N-1``, slow tiny pages.
+* With ``endless=True`` it links to the pages in :data:`ENDLESS` (endless.py): servers
+  that never finish (floods, trickles, endless heads), bounded by ``endless_s`` seconds,
+  and keep-alive connections closed unannounced.  ``silent_close=True`` closes every
+  connection that way, after its first response, without ``Connection: close``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
+from shared.testsite.endless import ENDLESS, endless_pages
 from shared.testsite.oracle import Expected, Walk, walk
 from shared.testsite.pages import NOT_FOUND, WORDS, Resource
 from shared.testsite.server import make_app
@@ -39,7 +44,10 @@ class Site:
     pages (:data:`TRAPS`), ``hostile`` the hostile ones (:data:`HOSTILE`), and ``wide``
     pages ``/wide/<i>`` linked from the root that each take ``wide_delay`` seconds.
     ``robots`` chooses what /robots.txt answers: None (a 404) or one of
-    :data:`ROBOTS_KINDS`.
+    :data:`ROBOTS_KINDS`.  ``endless`` adds the endless cases (:data:`ENDLESS`), which the
+    server ends after ``endless_s`` seconds (None: never); ``silent_close`` makes every
+    connection serve one response and then close unannounced, the next request on it
+    met with a close.
 
     The server (server.py) observes every request it answers, for tests to read:
     ``requests`` (canonical path+query -> count, every host together), ``user_agents``
@@ -47,7 +55,8 @@ class Site:
     request, in the order they came), ``max_in_flight`` (the most requests it was
     answering at once) and ``max_in_flight_by_host`` (the same, per host).  A host is
     the name the request was sent to, without the port, as a crawler's per-host limits
-    count it.  :meth:`reset` clears the observations and re-arms the flaky page.
+    count it.  ``held`` lists ``(path, seconds)``: how long a client kept each connection
+    to an endless case.  :meth:`reset` clears the observations and re-arms the flaky page.
 
     One Site may be served on several hosts at once (:func:`serve_hosts`): each host
     then serves the whole site, its absolute links pointing to itself.
@@ -65,6 +74,9 @@ class Site:
         wide: int = 0,
         wide_delay: float = 0.0,
         robots: str | None = None,
+        endless: bool = False,
+        endless_s: float | None = 15.0,
+        silent_close: bool = False,
     ) -> None:
         """Generate the site's link structure and filler text (bodies render on request)."""
         if pages < 1 or fanout < 1:
@@ -78,6 +90,10 @@ class Site:
         self.wide = wide
         self.wide_delay = wide_delay
         self.robots = robots
+        self.endless = endless
+        self.endless_s = endless_s
+        self.silent_close = silent_close
+        self.held: list[tuple[str, float]] = []  # endless cases: (path, seconds connected)
         self.requests: collections.Counter[str] = collections.Counter()
         self.user_agents: collections.Counter[str] = collections.Counter()
         self.max_in_flight = 0  # the most requests answered at once, every host together
@@ -105,6 +121,8 @@ class Site:
             self._specials.update(trap_pages())
         if hostile:
             self._specials.update(hostile_pages())
+        if endless:
+            self._specials.update(endless_pages())
         for i in range(wide):
             body = f"<html><body><p>Wide page {i}</p></body></html>\n".encode()
             self._specials[f"/wide/{i}"] = Resource(kind="wide", body=body)
@@ -133,6 +151,8 @@ class Site:
         extras += [f"/wide/{i}" for i in range(self.wide)]
         if self.hostile:
             extras += list(HOSTILE.values())
+        if self.endless:
+            extras += list(ENDLESS.values())
         return extras
 
     def resource(self, path: str) -> Resource:
@@ -251,6 +271,7 @@ class Site:
         self.requests.clear()
         self.user_agents.clear()
         self.arrivals.clear()
+        self.held.clear()
         # Requests still being answered (a silent page, say) count from their start.
         self.max_in_flight = self._in_flight.total()
         self.max_in_flight_by_host = {host: n for host, n in self._in_flight.items() if n}

@@ -2,8 +2,8 @@
 
 Task 1 is Fetcher._on_writable: send what the socket takes, keep the rest in the
 Fetcher (state saved by hand), and register the next callback (the continuation).
-Task 2 is Fetcher._on_readable: read until the socket would block, feed the parser,
-and finish the try when the response is complete or broken.
+Task 2 is Fetcher._on_readable: read once per call (and what a TLS socket holds
+decrypted), feed the parser, and finish the try when the response is complete or broken.
 
 The Task 1 tests watch what reaches the server and which callback the loop runs next,
 so they do not need _on_readable.  Servers run in daemon threads on 127.0.0.1: raw
@@ -316,7 +316,7 @@ def test_a_response_that_arrives_in_pieces_is_put_together() -> None:
 def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket(
     monkeypatch: pytest.MonkeyPatch, lingering_tls_server: str, test_ca: ServerTLS
 ) -> None:
-    """Read until recv() would block, not once: TLS keeps decrypted bytes select() cannot see.
+    """Read on while a TLS socket has bytes pending: it keeps decrypted bytes select() cannot see.
 
     Reading 100 bytes at a time leaves most of a TLS record in the SSL object's buffer,
     and this server sends nothing more (nor closes) once its page is out.
@@ -327,7 +327,24 @@ def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket
     result = stage1_callbacks.crawl([lingering_tls_server], options)
     [stat] = result.fetches
     assert (stat.status, stat.size, stat.error) == (200, 5026, None)
-    assert time.monotonic() - started < 4, "it waited for the timeout: read until WOULD_BLOCK"
+    assert time.monotonic() - started < 4, "it waited for the timeout: read on while pending()"
+
+
+@pytest.mark.task(taskno=2)
+def test_a_server_faster_than_the_parser_cannot_keep_the_loop() -> None:
+    """Interim heads poured out without end: the try ends at its timeout, the page beside it is in.
+
+    A callback that read until the socket would block would never return to the loop
+    while this server pours (8 s here): the timer of --timeout could not fire, and the
+    page beside it, answered after 1 s, would wait and time out too.
+    """
+    site = Site(pages=1, traps=False, endless=True, endless_s=8, wide=1, wide_delay=1.0)
+    with serve(site) as base:
+        flood, beside = base + "endless/interim-flood", base + "wide/0"
+        result = stage1_callbacks.crawl([flood, beside], Options(timeout=2, max_tries=1))
+    records = {stat.url: stat for stat in result.fetches}
+    assert records[beside].status == 200, records[beside]
+    assert "TimeoutError" in (records[flood].error or ""), records[flood]
 
 
 @pytest.mark.task(taskno=2)
