@@ -171,10 +171,23 @@ def setup(session: nox.Session) -> None:
         missing.append("the exercise tool (python -m shared.tools.exercises) does not start")
     if missing:
         session.error(f"not ready: missing {', '.join(missing)}; run nox -s setup again")
+    disk = sum(path.stat().st_size for path in CLASS_ENV.rglob("*") if path.is_file()) / 1e6
     session.log(
-        f"ready for class: {CLASS_ENV} has everything; the class's sessions need no "
-        "network from now on"
+        f"ready for class: {CLASS_ENV} ({disk:.0f} MB on disk) has everything; the class's "
+        "sessions need no network from now on"
     )
+
+
+@nox.session(python=False, default=False)
+def wheelhouse(session: nox.Session) -> None:
+    """For a room without network: `nox -s wheelhouse -- DIR` fills DIR with every wheel.
+
+    Linux, macOS and Windows, Python 3.11 to 3.14, and DIR/requirements.txt; what each
+    system takes, and its size, in DIR/wheels.txt.  See shared/tools/wheelhouse.py.
+    """
+    if not session.posargs:
+        session.error("usage: nox -s wheelhouse -- DIR")
+    run_class(session, "-m", "shared.tools.wheelhouse", *session.posargs)
 
 
 @nox.session(python=PYTHONS)
