@@ -36,6 +36,8 @@ OFFLINE_COMMANDS: list[tuple[list[str], int]] = [
     (["-s", "stage3", "--", "--site-pages", "6", "-q"], 0),
     (["-s", "stage3"], 0),
     (["-s", "stage1", "--", "--fail-on", "/traps/", "-q"], 0),
+    (["-s", "stage1", "--", "--site-pages", "6", "--fail-on", "/p/3"], 0),
+    (["-s", "stage2", "--", "--site-pages", "6", "--fail-on", "/p/3"], 0),
     (["-s", "trace", "--", "stage1"], 0),
     (["-s", "trace", "--", "stage2"], 0),
     (["-s", "trace", "--", "stage3"], 0),
