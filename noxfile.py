@@ -2,11 +2,19 @@
 
 A bare `nox` runs lint and tests.  nox builds each session's virtualenv itself, so a
 machine needs only Python and nox.  The tests run once per Python in PYTHONS that the
-machine has (`nox -s tests-3.12` runs one); the other sessions use nox's own Python.
+machine has (`nox -s tests-3.12` runs one).
+
+The sessions a class uses (the stages, trace, show, diff, compare, exercise) share one
+environment, .nox/class, made by `nox -s setup` or by the first of them to run: its
+packages are installed once, when it is made, and the code runs from the checkout,
+never installed, so no later run needs the network (and an edit to a stage counts at
+once).  They run on nox's own Python when it is 3.11 or newer, else on the newest 3.11+
+this machine has.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -19,6 +27,9 @@ import nox
 nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
 nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
+# nox looks for uv (a faster installer) on every run and logs when it finds none; the
+# sessions use pip, so the line says nothing a reader needs: it is left out.
+logging.getLogger("nox").addFilter(lambda record: record.getMessage() != "uv binary not found.")
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 # The one list of the stages is shared.STAGES.  shared/__init__.py needs only the standard
@@ -56,18 +67,138 @@ def add_pyenv_pythons(versions: list[str]) -> None:
 add_pyenv_pythons(PYTHONS)
 
 
+def find_python(version: str) -> str | None:
+    """The first `pythonX.Y` on PATH that starts (a pyenv shim may refuse to): its full name.
+
+    nox looks in a few more places (on Windows, the py launcher); on Linux and macOS,
+    where PATH and pyenv are where the Pythons are, this finds what nox finds.
+    """
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if program := shutil.which(f"python{version}", path=folder):
+            itself = ["-c", "import sys; print(sys.executable, sys.version.split()[0])"]
+            ran = subprocess.run([program, *itself], capture_output=True, text=True)
+            if ran.returncode == 0:
+                return ran.stdout.strip()
+    return None
+
+
+def choose_class_python() -> tuple[str | None, str]:
+    """The Python the class's sessions run on, and a sentence that says which, or why none.
+
+    nox's own when it is 3.11 or newer; else the newest of PYTHONS found, so that a
+    machine whose nox came with an older Python still runs everything on one that works.
+    """
+    running = ".".join(map(str, sys.version_info[:3]))
+    # The noxfile runs on the Python nox came with, which may be older than the project's.
+    if sys.version_info >= (3, 11):  # noqa: UP036
+        return sys.executable, f"Python {running} ({sys.executable})"
+    for version in reversed(PYTHONS):
+        if found := find_python(version):
+            program, full = found.rsplit(" ", 1)
+            return program, f"Python {full} ({program}): nox itself runs on {running}"
+    return None, (
+        f"nox runs on Python {running} and found no Python 3.11 or newer on this machine: "
+        "install one (from python.org, `py install 3.12` on Windows, or `pyenv install "
+        "3.12`), then run nox with it: `python3.12 -m pip install nox` and "
+        "`python3.12 -m nox -s setup`"
+    )
+
+
+CLASS_PYTHON, CLASS_PYTHON_SAYS = choose_class_python()
+# The tests and lint sessions name their version; on an older nox, lint takes the class's.
+LINT_PYTHON = None if sys.version_info >= (3, 11) else CLASS_PYTHON
+CLASS_ENV = Path(".nox", "class")  # nox runs a noxfile in its own folder: the repository's
+CLASS_BIN = CLASS_ENV / ("Scripts" if os.name == "nt" else "bin")
+
+
+def class_requirements() -> list[str]:
+    """What the class's environment holds: the crawlers' packages and what checks need."""
+    project: list[str] = PYPROJECT["project"]["dependencies"]
+    return [*project, *nox.project.dependency_groups(PYPROJECT, "check")]
+
+
+def class_env(session: nox.Session, pip_args: tuple[str, ...] = ()) -> str:
+    """The Python of .nox/class, made and filled the first time, and after a change only.
+
+    The list of what was installed is kept in the environment: the same list next time
+    means nothing to do, so a class that ran `nox -s setup` at home needs no network.
+    """
+    if CLASS_PYTHON is None:
+        session.error(CLASS_PYTHON_SAYS)
+    python = CLASS_BIN / ("python.exe" if os.name == "nt" else "python")
+    wanted = "\n".join(class_requirements()) + "\n"
+    installed = CLASS_ENV / "requirements.txt"
+    if python.exists() and installed.exists() and installed.read_text("utf-8") == wanted:
+        return str(python)
+    if not python.exists():
+        session.log(f"making {CLASS_ENV} with {CLASS_PYTHON_SAYS}")
+        session.run(CLASS_PYTHON, "-m", "venv", str(CLASS_ENV), external=True)
+    asked = CLASS_ENV / "requirements.in"
+    asked.write_text(wanted, "utf-8")
+    session.run(str(python), "-m", "pip", "install", *pip_args, "-r", str(asked), external=True)
+    asked.replace(installed)  # written last: an install cut short is tried again next time
+    return str(python)
+
+
 def install(session: nox.Session, *groups: str) -> None:
-    """Install the project (editable: a reused env never runs stale code) and dependency groups."""
-    session.install("-e", ".")
+    """Install the project's packages and dependency groups; the code itself runs from here."""
+    session.install(*PYPROJECT["project"]["dependencies"])
     for group in groups:
         session.install(*nox.project.dependency_groups(PYPROJECT, group))
+
+
+@nox.session(python=False)
+def setup(session: nox.Session) -> None:
+    """Before class, at home: check Python, build .nox/class, say whether all is ready.
+
+    `nox -s setup -- --wheels DIR` installs from a folder `nox -s wheelhouse` filled,
+    with no index at all.
+    """
+    if CLASS_PYTHON is None:
+        session.error(CLASS_PYTHON_SAYS)
+    session.log(f"the class's sessions will run on {CLASS_PYTHON_SAYS}")
+    pip_args: tuple[str, ...] = ()
+    if session.posargs[:1] == ["--wheels"] and len(session.posargs) == 2:
+        pip_args = ("--no-index", "--find-links", session.posargs[1])
+    elif session.posargs:
+        session.error("usage: nox -s setup [-- --wheels DIR]")
+    python = class_env(session, pip_args)
+    missing = [
+        name
+        for name in ("aiohttp", "lxml", "pytest", "pytest_asyncio", "trustme")
+        if subprocess.run([python, "-c", f"import {name}"], capture_output=True).returncode
+    ]
+    listing = subprocess.run(
+        [python, "-m", "shared.tools.exercises", "list", "--names"], capture_output=True
+    )
+    if listing.returncode:
+        missing.append("the exercise tool (python -m shared.tools.exercises) does not start")
+    if missing:
+        session.error(f"not ready: missing {', '.join(missing)}; run nox -s setup again")
+    disk = sum(path.stat().st_size for path in CLASS_ENV.rglob("*") if path.is_file()) / 1e6
+    session.log(
+        f"ready for class: {CLASS_ENV} ({disk:.0f} MB on disk) has everything; the class's "
+        "sessions need no network from now on"
+    )
+
+
+@nox.session(python=False, default=False)
+def wheelhouse(session: nox.Session) -> None:
+    """For a room without network: `nox -s wheelhouse -- DIR` fills DIR with every wheel.
+
+    Linux, macOS and Windows, Python 3.11 to 3.14, and DIR/requirements.txt; what each
+    system takes, and its size, in DIR/wheels.txt.  See shared/tools/wheelhouse.py.
+    """
+    if not session.posargs:
+        session.error("usage: nox -s wheelhouse -- DIR")
+    run_class(session, "-m", "shared.tools.wheelhouse", *session.posargs)
 
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
     """The whole suite; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows it."""
     install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("python", "-m", "pytest", *session.posargs)  # -m: the checkout on sys.path
 
 
 @nox.session(python=PYTHONS[0], default=False)
@@ -84,10 +215,18 @@ def aiohttp_floor(session: nox.Session) -> None:
         spec.removeprefix("aiohttp>=") for spec in dependencies if spec.startswith("aiohttp>=")
     ]
     session.install(f"aiohttp=={floor}")
-    session.run("pytest", "tests/test_fairness.py", "tests/test_stage3.py", "--stage", "stage3")
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/test_fairness.py",
+        "tests/test_stage3.py",
+        "--stage",
+        "stage3",
+    )
 
 
-@nox.session
+@nox.session(python=LINT_PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check) and mypy --strict on shared/ and the stages."""
     install(session, "lint")
@@ -96,28 +235,27 @@ def lint(session: nox.Session) -> None:
     session.run("mypy")
 
 
-def run_stage(session: nox.Session, package: str) -> None:
-    """Install the project and run one stage's command line with the session's arguments."""
-    install(session)
-    session.run("python", "-m", package, *session.posargs)
+def run_class(session: nox.Session, *argv: str) -> None:
+    """Run `python ARGV...` in the class's environment, from the checkout."""
+    session.run(class_env(session), *argv, external=True)
 
 
-@nox.session
+@nox.session(python=False)
 def stage1(session: nox.Session) -> None:
     """Crawl with stage 1 (callbacks). No args: the built-in test site."""
-    run_stage(session, STAGES["stage1"])
+    run_class(session, "-m", "stage1_callbacks", *session.posargs)
 
 
-@nox.session
+@nox.session(python=False)
 def stage2(session: nox.Session) -> None:
     """Crawl with stage 2 (generator coroutines). No args: the built-in test site."""
-    run_stage(session, STAGES["stage2"])
+    run_class(session, "-m", "stage2_generators", *session.posargs)
 
 
-@nox.session
+@nox.session(python=False)
 def stage3(session: nox.Session) -> None:
     """Crawl with stage 3 (asyncio and aiohttp). No args: the built-in test site."""
-    run_stage(session, STAGES["stage3"])
+    run_class(session, "-m", "stage3_asyncio", *session.posargs)
 
 
 @nox.session(python=False)
@@ -126,9 +264,11 @@ def diff(session: nox.Session) -> None:
 
     No stages: stage2 stage3.  `--html` writes the same as a page (out/diff-A-B.html, or
     `--out PATH`); `--unified` prints a unified diff.  shared/tools/sidebyside.py needs only
-    the standard library, so it runs on nox's own Python, with nothing to install.
+    the standard library, so it runs on the class's Python with nothing installed.
     """
-    session.run(sys.executable, "-m", "shared.tools.sidebyside", *session.posargs)
+    if CLASS_PYTHON is None:
+        session.error(CLASS_PYTHON_SAYS)
+    session.run(CLASS_PYTHON, "-m", "shared.tools.sidebyside", *session.posargs, external=True)
 
 
 @nox.session(python=False, default=False)
@@ -136,88 +276,59 @@ def pythons(session: nox.Session) -> None:
     """The Python each tests-X.Y session will run on, or that it will be skipped."""
     for version in PYTHONS:
         session.log(f"tests-{version}: {find_python(version) or 'not found, will be skipped'}")
+    session.log(f"the class's sessions: {CLASS_PYTHON_SAYS}")
 
 
-def find_python(version: str) -> str | None:
-    """The first `pythonX.Y` on PATH that starts (a pyenv shim may refuse to): its full name.
-
-    nox looks in a few more places (on Windows, the py launcher); on Linux and macOS,
-    where PATH and pyenv are where the Pythons are, this finds what nox finds.
-    """
-    for folder in os.environ.get("PATH", "").split(os.pathsep):
-        if program := shutil.which(f"python{version}", path=folder):
-            itself = ["-c", "import sys; print(sys.executable, sys.version.split()[0])"]
-            ran = subprocess.run([program, *itself], capture_output=True, text=True)
-            if ran.returncode == 0:
-                return ran.stdout.strip()
-    return None
-
-
-@nox.session
+@nox.session(python=False)
 def trace(session: nox.Session) -> None:
     """Watch a stage's loop step by step on a 6-page site: `nox -s trace -- stage2`."""
-    install(session)
     name, *extra = session.posargs or ["stage1"]
     if name not in STAGES:
         session.error(f"which stage? one of {', '.join(STAGES)}")
     demo = ["--trace", "--max-tasks", "2", "--site-pages", "6", "--ignore-robots", "-q"]
-    session.run("python", "-m", STAGES[name], *demo, *extra)
+    run_class(session, "-m", STAGES[name], *demo, *extra)
 
 
-@nox.session
+@nox.session(python=False)
 def show(session: nox.Session) -> None:
     """Step through a crawl in a browser: `nox -s show -- stage2|all` writes out/show-STAGE.html."""
-    install(session)
-    if any(arg.startswith("--screenshot") for arg in session.posargs):  # by headless Chromium
+    python = class_env(session)
+    screenshot = any(arg.startswith("--screenshot") for arg in session.posargs)
+    if screenshot and subprocess.run([python, "-c", "import selenium"]).returncode:
+        # Headless Chromium takes the picture, driven by selenium: the teacher's, not the class's.
         test_group = nox.project.dependency_groups(PYPROJECT, "test")
-        session.install(*(spec for spec in test_group if spec.startswith("selenium")))
-    session.run("python", "-m", "shared.tools.show", *(session.posargs or ["stage2"]))
+        selenium = [spec for spec in test_group if spec.startswith("selenium")]
+        session.run(python, "-m", "pip", "install", *selenium, external=True)
+    run_class(session, "-m", "shared.tools.show", *(session.posargs or ["stage2"]))
 
 
-def posix_only(session: nox.Session) -> None:
-    """Stop with status 2 where compare and bench cannot run: they fork and read getrusage."""
-    if os.name != "posix":
-        session.warn(
-            f"nox -s {session.name} measures with fork() and the resource module, which "
-            "Windows does not have: run it on Linux or macOS."
-        )
-        raise SystemExit(2)  # not nox's 1 for a failed session: this one cannot run here
-
-
-@nox.session
+@nox.session(python=False)
 def compare(session: nox.Session) -> None:
     """The stages and a thread pool on one site: a table, three pictures in out/ (--out DIR).
 
     `nox -s compare -- --readme` redraws the README's pictures, in shared/tools/bench/.
+    On Windows, which has no fork() nor resource module, it leaves out peak memory.
     """
-    posix_only(session)
-    install(session)
-    session.run("python", "-m", "shared.tools.bench.compare", *session.posargs)
+    run_class(session, "-m", "shared.tools.bench.compare", *session.posargs)
 
 
-@nox.session(default=False)
+@nox.session(python=False, default=False)
 def bench(session: nox.Session) -> None:
     """The benchmark (about 7 minutes) to out/results.json: `-- --quick` for a smoke run."""
-    posix_only(session)
-    install(session)
-    session.run("python", "-m", "shared.tools.bench.bench", *session.posargs)
+    run_class(session, "-m", "shared.tools.bench.bench", *session.posargs)
 
 
-@nox.session(default=False)
+@nox.session(python=False, default=False)
 def exercise(session: nox.Session) -> None:
-    """Exercises: `nox -s exercise -- list | start NAME | check NAME | hint NAME | solve NAME`.
+    """Exercises and labs: `nox -s exercise -- list | start | check | hint | solve | lab`.
 
-    The project itself is not installed here, on purpose: the only copy of the stages
-    a check can import is the workspace's (the tool runs from the repository's root,
-    and puts the workspace on the path of the tests it runs).
+    The stages are never installed, on purpose: the only copy of them a check can
+    import is the workspace's (the tool runs from the repository's root, and puts the
+    workspace on the path of the tests it runs).
     """
-    session.install(*PYPROJECT["project"]["dependencies"])
-    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    python = class_env(session)
     # Run directly rather than with session.run, to keep the tool's exit status: 1 for a
     # failed check, 2 for a request it could not carry out (nox would make both 1).
-    python = Path(session.bin, "python")
-    status = subprocess.run(
-        [str(python), "-m", "shared.tools.exercises", *session.posargs]
-    ).returncode
+    status = subprocess.run([python, "-m", "shared.tools.exercises", *session.posargs]).returncode
     if status:
         raise SystemExit(status)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ from shared.crawling import Options
 from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.timeline import Timeline
-from shared.tools.bench import pagecost, threaded
+from shared.tools.bench import compare, measure, pagecost, server, threaded
 from shared.tools.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
 from shared.tools.bench.compare import (
     DEFAULT_OUT,
@@ -43,6 +44,7 @@ from shared.tools.bench.measure import (
     count_lines,
     in_flight_steps,
     level_bound,
+    memory_measurable,
     page_set_difference,
     peak_in_flight,
     posix_only,
@@ -163,6 +165,28 @@ def test_compare_on_a_tiny_site_gives_four_rows_and_three_pictures(tmp_path: Pat
     assert len(list(root.iter(SVG + "path"))) == 3 * 4
     for picture in PICTURES[1:]:
         assert len(bars_of(ET.parse(tmp_path / picture).getroot())) == 4
+
+
+def test_compare_runs_where_there_is_no_fork_and_leaves_memory_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Windows, faked: no os.fork, no resource module.  compare still crawls and draws."""
+    assert memory_measurable()  # here, before the fake
+    monkeypatch.delattr(os, "fork")
+    monkeypatch.setitem(sys.modules, "resource", None)  # `import resource` fails
+    # Its launcher forks: were it still used, every crawl would fail without it.
+    monkeypatch.setattr(measure, "RUSAGE", tmp_path / "no-launcher-on-windows.py")
+    assert not memory_measurable()
+    server.raise_fd_limit()  # the site's server starts too: it has no limit to lift
+    status = compare.main(["--pages=30", "--latency=0.005", f"--out={tmp_path}", "--no-pin"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "Peak memory is left out" in out and "Windows" in out
+    header = next(line for line in out.splitlines() if line.startswith("crawler"))
+    assert "peak in flight" in header and "RSS" not in header
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] == ["threaded"]]
+    assert rows and rows[0][2] == "yes"  # the oracle's page set, crawled all the same
+    assert (tmp_path / "compare.svg").is_file()
 
 
 def test_compare_writes_by_default_where_git_ignores() -> None:

@@ -2,12 +2,14 @@
 
 Each lab guide prints a change as a diff with its line numbers, the commands to run and
 the symptom to expect.  These tests make the same change, never to the repository's
-files: the guide's diff is applied, strictly (its line numbers must be right), to a
-copy of the stage in a temporary folder, and the guide's own commands run there as
-processes, against a test site served here so that the server's side can be watched
-too.  The labs that break nothing in the repository are scripts; their tests run the
-guide's script and, where the guide shows the output, compare it line for line.  Each
-lab is then driven once more in-process where that is the surer way to hold it still.
+files, with the command a student types: `python -m shared.tools.exercises lab apply
+NAME` (what `nox -s exercise -- lab apply NAME` runs), in a copy of the code in a
+temporary folder.  It applies the guide's diff strictly (its line numbers must be
+right), and the guide's own commands run there as processes, against a test site served
+here so that the server's side can be watched too.  The labs that break nothing in the
+repository are scripts, which the same command saves; their tests run the guide's
+script and, where the guide shows the output, compare it line for line.  Each lab is
+then driven once more in-process where that is the surer way to hold it still.
 
 When a stage changes and a guide's line numbers no longer match, the guide's test fails
 and says where the lines went: update the guide.
@@ -41,6 +43,15 @@ import pytest
 import stage3_asyncio.crawler as stage3
 from shared.crawling import Options
 from shared.testsite import Site, add_site_arguments, serve, site_from_arguments
+from shared.tools.exercises.lab import (
+    DiffMismatch,
+    Hunk,
+    apply_hunks,
+    blocks,
+    find_lab,
+    parse_diff,
+    section,
+)
 from shared.trace import coroutine_chain
 from stage2_generators.crawler import Crawler as Stage2Crawler
 from stage2_generators.futures import Future
@@ -75,18 +86,6 @@ def answer(name: str) -> str:
     return section(ANSWERS.read_text(encoding="utf-8"), f"## {title}")
 
 
-def blocks(text: str, language: str) -> list[str]:
-    """The fenced code blocks of one language, in order."""
-    return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
-
-
-def section(text: str, heading: str) -> str:
-    """The text under a ``## heading``, up to the next one."""
-    start = text.index(heading + "\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
-
-
 def commands(text: str) -> list[list[str]]:
     """The ``$PY ...`` commands of the guide's Run section, split as a shell would."""
     found = []
@@ -98,70 +97,40 @@ def commands(text: str) -> list[list[str]]:
     return found
 
 
-# --- applying a guide's diff, strictly ----------------------------------------------------
+# --- making a lab's change in a copy of the code -----------------------------------------
 
-HUNK = re.compile(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@")
-
-
-@dataclass
-class Hunk:
-    """One hunk of a unified diff: where its old text starts, the old and the new lines."""
-
-    start: int  # the first old line, counted from 1, as the guide prints it
-    old: list[str]
-    new: list[str]
+PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
 
 
-class DiffMismatch(Exception):
-    """A guide's diff no longer matches the code it says it changes."""
+def lab_tool(code: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m shared.tools.exercises lab ...` in a copy of the code, as a student does."""
+    return subprocess.run(
+        [sys.executable, "-m", "shared.tools.exercises", "lab", *argv],
+        cwd=code,
+        env=dict(os.environ, PYTHONPATH=str(code)),
+        capture_output=True,
+        text=True,
+        timeout=BOUND_S,
+        check=False,
+    )
 
 
-def parse_diff(diff: str) -> dict[str, list[Hunk]]:
-    """The hunks of a unified diff, per file (the path after ``+++ b/``)."""
-    files: dict[str, list[Hunk]] = {}
-    hunks: list[Hunk] = []
-    lines = diff.splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("+++ b/"):
-            hunks = files.setdefault(lines[i].removeprefix("+++ b/"), [])
-        elif match := HUNK.match(lines[i]):
-            old_count, new_count = int(match[2]), int(match[4])
-            old: list[str] = []
-            new: list[str] = []
-            while len(old) < old_count or len(new) < new_count:
-                i += 1
-                tag, text = lines[i][:1], lines[i][1:]
-                if tag not in (" ", "-", "+"):
-                    raise DiffMismatch(f"not a line of a hunk: {lines[i]!r}")
-                if tag in " -":
-                    old.append(text)
-                if tag in " +":
-                    new.append(text)
-            if (len(old), len(new)) != (old_count, new_count):
-                raise DiffMismatch(f"{lines[i]!r}: the hunk's line counts are wrong")
-            hunks.append(Hunk(int(match[1]), old, new))
-        i += 1
-    return files
+def copy_of_the_code(dest: Path) -> Path:
+    """The stages and shared/ (its tools and the guides too) copied into dest; return dest."""
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, dest / package, ignore=shutil.ignore_patterns("*.pyc"))
+    return dest
 
 
-def apply_hunks(path: str, text: str, hunks: list[Hunk]) -> str:
-    """Apply hunks to a file's text; DiffMismatch unless each sits at its stated line."""
-    lines = text.splitlines()
-    for hunk in sorted(hunks, key=lambda h: h.start, reverse=True):  # later lines first
-        at = hunk.start - 1
-        if lines[at : at + len(hunk.old)] != hunk.old:
-            where = [n + 1 for n in range(len(lines)) if lines[n : n + len(hunk.old)] == hunk.old]
-            raise DiffMismatch(
-                f"{path}: the guide's hunk at line {hunk.start} does not match the code; "
-                f"its lines are now at {where or 'no line at all'}: update the guide"
-            )
-        lines[at : at + len(hunk.old)] = hunk.new
-    return "\n".join(lines) + "\n"
+def applied_copy(name: str, dest: Path) -> Path:
+    """A copy of the code with lab ``name``'s change made by the lab command; return dest."""
+    done = lab_tool(copy_of_the_code(dest), "apply", name)
+    assert done.returncode == 0, done.stderr
+    return dest
 
 
 def broken_copy(diff: str, dest: Path) -> Path:
-    """Copy the packages a diff touches into dest and apply the diff there; return dest."""
+    """Copy the packages a diff touches into dest and apply a diff there (lab 3's cure)."""
     for path, hunks in parse_diff(diff).items():
         package = ROOT / path.split("/")[0]
         if not (dest / package.name).exists():
@@ -340,19 +309,69 @@ def test_every_lab_has_its_answer_in_the_teachers_folder(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
-def test_every_undo_takes_back_exactly_what_the_lab_did(path: Path) -> None:
+def test_every_guide_names_the_lab_commands_for_its_change(path: Path) -> None:
     text = path.read_text("utf-8")
+    number = path.stem[:2]
+    assert f"`nox -s exercise -- lab apply {number}`" in section(text, "## Break it")
     undo = section(text, "## Undo")
+    assert f"nox -s exercise -- lab undo {number}" in blocks(undo, "sh")[0]
+    assert "git status" in undo
     changed = sorted({file for diff in blocks(text, "diff") for file in parse_diff(diff)})
-    if changed:  # a lab that edits the repository checks those files out again
-        checkout = re.search(r"^git checkout (.+)$", undo, re.MULTILINE)
+    if changed:  # by hand, a lab that edits the repository checks those files out again
+        checkout = re.search(r"`git checkout ([^`]+)`", undo)
         assert checkout and sorted(checkout[1].split()) == changed
-    else:  # a lab that runs a script of its own removes it; the repository never changed
+    else:  # a lab that runs a script of its own runs it as a module of the repository
         saved = re.search(r"Save this script as\s+`(out/labs/\w+\.py)`", text)
         assert saved, "a lab with no diff says where to save its script"
-        assert f"rm {saved[1]}" in undo
-        assert any(command[0] == saved[1] for command in commands(text))
-    assert "git status" in undo
+        module = saved[1].removesuffix(".py").replace("/", ".")
+        assert any(command[:2] == ["-m", module] for command in commands(text))
+
+
+@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
+def test_lab_apply_then_undo_leaves_every_file_as_it_was(path: Path, tmp_path: Path) -> None:
+    """Through the command: apply changes what the guide says, a second apply is refused,
+    undo puts back every byte, and a second undo is refused."""
+    code = copy_of_the_code(tmp_path)
+    lab = find_lab(path.stem[:2])
+    before = {file: (code / file).read_bytes() for file in lab.files() if (code / file).exists()}
+    applied = lab_tool(code, "apply", path.stem[:2])
+    assert applied.returncode == 0, applied.stderr
+    for file in lab.files():
+        assert (code / file).read_bytes() != before.get(file), file
+        assert file in applied.stdout
+    if lab.diff is not None:  # a script is just written again; a diff cannot apply twice
+        again = lab_tool(code, "apply", path.stem)
+        assert again.returncode == 2 and "is applied already" in again.stderr
+    undone = lab_tool(code, "undo", path.stem)
+    assert undone.returncode == 0, undone.stderr
+    assert {file: (code / file).read_bytes() for file in lab.files() if (code / file).exists()} == (
+        before
+    )
+    if lab.diff is not None:
+        again = lab_tool(code, "undo", path.stem)
+        assert again.returncode == 2 and "is not applied" in again.stderr
+
+
+def test_lab_undo_keeps_windows_line_ends(tmp_path: Path) -> None:
+    """A checkout with CRLF line ends (git on Windows) keeps them through apply and undo."""
+    code = copy_of_the_code(tmp_path)
+    file = code / "stage2_generators" / "crawler.py"
+    crlf = file.read_bytes().replace(b"\n", b"\r\n")
+    file.write_bytes(crlf)
+    assert lab_tool(code, "apply", "1").returncode == 0
+    assert b"\r\n" in file.read_bytes() and b"\n" not in file.read_bytes().replace(b"\r\n", b"")
+    assert lab_tool(code, "undo", "1").returncode == 0
+    assert file.read_bytes() == crlf
+
+
+def test_lab_names_an_unknown_lab_and_lists_the_labs(tmp_path: Path) -> None:
+    code = copy_of_the_code(tmp_path)
+    wrong = lab_tool(code, "apply", "no-such-lab")
+    assert wrong.returncode == 2
+    assert "no lab named 'no-such-lab'" in wrong.stderr and "01-forget-task-done" in wrong.stderr
+    listed = lab_tool(code, "list")
+    assert listed.returncode == 0
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == [g.stem for g in guides()]
 
 
 @pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
@@ -392,8 +411,7 @@ def test_a_diff_at_the_wrong_line_is_refused() -> None:
 
 def test_lab1_without_task_done_the_crawl_waits_after_the_last_page(tmp_path: Path) -> None:
     text = guide("01-forget-task-done.md")
-    (diff,) = blocks(text, "diff")
-    code = broken_copy(diff, tmp_path / "code")
+    code = applied_copy("01", tmp_path / "code")
     (command,) = commands(text)
     site = six_pages()
     with serve(site) as base_url, processes() as start:
@@ -440,8 +458,7 @@ def test_lab1_without_task_done_the_crawl_waits_after_the_last_page(tmp_path: Pa
 
 def test_lab2_without_yield_from_no_connection_is_ever_made(tmp_path: Path) -> None:
     text = guide("02-forget-yield-from.md")
-    (diff,) = blocks(text, "diff")
-    code = broken_copy(diff, tmp_path / "code")
+    code = applied_copy("02", tmp_path / "code")
     (command,) = commands(text)
     site = six_pages()
     with serve(site) as base_url, processes() as start:
@@ -497,7 +514,12 @@ def test_lab3_a_blocking_sleep_stalls_every_task(tmp_path: Path) -> None:
     text = guide("03-block-the-loop.md")
     broken_diff, cure_diff = blocks(text, "diff")
     assert f"time.sleep({SLEEP_S})" in broken_diff and f"sleep({SLEEP_S})" in cure_diff
-    broken = broken_copy(broken_diff, tmp_path / "broken")
+    broken = applied_copy("03", tmp_path / "broken")
+    assert (broken / "stage2_generators" / "crawler.py").read_text("utf-8") == apply_hunks(
+        "crawler.py",
+        (ROOT / "stage2_generators" / "crawler.py").read_text("utf-8"),
+        parse_diff(broken_diff)["stage2_generators/crawler.py"],
+    )
     cure = broken_copy(cure_diff, tmp_path / "cure")
     two_traced, ten_quiet = commands(text)
     assert "--trace" in two_traced and "--max-tasks" in ten_quiet
@@ -547,7 +569,7 @@ def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
     text = guide("04-raise-in-a-callback.md")
     (diff,) = blocks(text, "diff")
     assert set(parse_diff(diff)) == {"stage1_callbacks/crawler.py", "stage2_generators/crawler.py"}
-    code = broken_copy(diff, tmp_path / "code")
+    code = applied_copy("04", tmp_path / "code")
     stage1_command, stage2_command = commands(text)
     assert (stage1_command[1], stage2_command[1]) == ("stage1_callbacks", "stage2_generators")
     site = six_pages()
@@ -587,13 +609,11 @@ def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
 
 def test_lab5_the_guides_script_prints_what_the_guide_says(tmp_path: Path) -> None:
     text = guide("05-cancel-one-waiter.md")
-    (script,) = blocks(text, "python")
     (output,) = blocks(answer("05-cancel-one-waiter.md"), "text")
     (command,) = commands(text)
-    path = tmp_path / Path(command[0]).name
-    path.write_text(script, "utf-8")
+    code = applied_copy("05", tmp_path / "code")
     with processes() as start:
-        run = start([str(path)], tmp_path)
+        run = start(command, tmp_path / "run", code)
         assert run.wait() == 0, run.stderr
     assert run.stdout == output
 
@@ -679,14 +699,12 @@ def test_lab6_the_bare_loop_sees_the_deadlock_and_a_watched_socket_hides_it(
     tmp_path: Path,
 ) -> None:
     text = guide("06-a-future-nobody-resolves.md")
-    (script,) = blocks(text, "python")
     plain, watching = commands(text)
     assert watching == [*plain, "--watch-a-socket"]
-    path = tmp_path / Path(plain[0]).name
-    path.write_text(script, "utf-8")
+    code = applied_copy("06", tmp_path / "code")
     with processes() as start:
-        bare = start([str(path)], tmp_path / "bare")
-        watched = start([str(path), "--watch-a-socket"], tmp_path / "watched")
+        bare = start(plain, tmp_path / "bare", code)
+        watched = start(watching, tmp_path / "watched", code)
         assert bare.wait() == 1
         time.sleep(1.5)  # time to start and reach select(), which then never returns
         assert watched.proc.poll() is None, watched.stderr

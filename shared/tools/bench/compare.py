@@ -5,7 +5,8 @@ test site in a process of its own, crawls it with each crawler in turn, each in 
 process with the same options, and prints for each: the pages it found, whether they are
 the oracle's page set, its time and pages per second, the most URLs it had queued and
 the most fetches it had in flight at once (from its timeline), what a fetch in flight
-costs it in memory (from the benchmark's results), its peak memory on this crawl and the
+costs it in memory (from the benchmark's results), its peak memory on this crawl (not on
+Windows, which has no fork() to measure it with: it says so and leaves it out) and the
 lines of code it took.  Then it draws three pictures (see svg.py and figures.py):
 
 * compare.svg: each crawl's fetches over time, queued, connecting and reading;
@@ -41,9 +42,9 @@ from shared.tools.bench.measure import (
     core_pair,
     count_lines,
     ignore_robots_flag,
+    memory_measurable,
     page_set_difference,
     peak_in_flight,
-    posix_only,
     run_crawler,
     site_server,
 )
@@ -71,7 +72,7 @@ class Row:
     peak_queued: int  # URLs found and not yet begun: waiting, not in flight
     peak_in_flight: int  # fetches begun and not ended: connecting or reading
     kib_per_fetch: float | None  # from the benchmark's results: one fetch in flight's memory
-    peak_rss_mib: float
+    peak_rss_mib: float | None  # None where it cannot be measured (Windows)
     lines: int
 
 
@@ -93,7 +94,7 @@ def row_for(run: Run, expected: set[str], kib: dict[str, float] | None = None) -
         peak_queued=peak_queued(steps),
         peak_in_flight=peak_in_flight(run.timeline) if run.timeline else 0,
         kib_per_fetch=(kib or {}).get(run.crawler.name),
-        peak_rss_mib=round(run.peak_rss_kib / 1024, 1),
+        peak_rss_mib=round(run.peak_rss_kib / 1024, 1) if memory_measurable() else None,
         lines=count_lines(run.crawler.files),
     )
 
@@ -113,7 +114,10 @@ HEADERS = (
 
 
 def format_table(rows: Sequence[Row]) -> str:
-    """Return the rows as an aligned plain-text table: names left, numbers right."""
+    """Return the rows as an aligned plain-text table: names left, numbers right.
+
+    The peak RSS column is left out when no row has it (where memory cannot be measured).
+    """
     cells = [list(HEADERS)] + [
         [
             row.crawler,
@@ -124,12 +128,15 @@ def format_table(rows: Sequence[Row]) -> str:
             str(row.peak_queued),
             str(row.peak_in_flight),
             "-" if row.kib_per_fetch is None else f"{row.kib_per_fetch:.1f}",
-            f"{row.peak_rss_mib:.1f}",
+            "-" if row.peak_rss_mib is None else f"{row.peak_rss_mib:.1f}",
             str(row.lines),
         ]
         for row in rows
     ]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(HEADERS))]
+    if all(row.peak_rss_mib is None for row in rows):
+        column = HEADERS.index("peak RSS MiB")
+        cells = [line[:column] + line[column + 1 :] for line in cells]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
     lines = []
     for line in cells:
         text = [
@@ -285,7 +292,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, passed_on = parser.parse_known_args(argv)
     out_dir = output_dir(parser, args)
-    posix_only("python -m shared.tools.bench.compare")
+    if not memory_measurable():
+        print(
+            "Peak memory is left out: it is measured with fork() and the resource module, "
+            "which this system (Windows) does not have; run on Linux or macOS for it."
+        )
     results, results_path = load_results(args.results)
     if results is not None and not s3_sizes(results):
         print(f"{shown(results_path)} has no S3 figures: no memory.svg, race.svg nor KiB/fetch.")

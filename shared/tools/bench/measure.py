@@ -61,6 +61,19 @@ CRAWLERS = (
 Timeline = Sequence[Sequence[Any]]  # [url, start, end] per fetch, as the JSON has it
 
 
+def memory_measurable() -> bool:
+    """Whether a crawler's peak memory can be measured here: by fork, wait4 and resource.
+
+    Linux and macOS have all three; Windows none.  Without them a crawler runs as a plain
+    child process, timed but not weighed (compare says so and leaves the column out).
+    """
+    try:
+        import resource  # noqa: F401  # POSIX only
+    except ImportError:
+        return False
+    return hasattr(os, "fork") and hasattr(os, "wait4")
+
+
 def posix_only(program: str, system: str = os.name) -> None:
     """Exit with status 2, saying why, where the measurements cannot run.
 
@@ -225,28 +238,36 @@ def run_crawler(
     The child gets ``--json F --timeline -q`` besides ``args`` (only ``-q`` without
     ``write_json``); its report (stdout) is thrown away.  It runs under rusage.py,
     which measures its peak memory.  After ``timeout`` seconds it is sent SIGINT (it
-    writes its partial JSON), five seconds later SIGKILL.
+    writes its partial JSON), five seconds later SIGKILL.  Where memory cannot be
+    measured (Windows: see memory_measurable), the crawler runs with no launcher, its
+    peak memory and CPU time are 0, and at the timeout it is terminated.
     """
+    measured = memory_measurable()
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         out, usage = Path(tmp) / "crawl.json", Path(tmp) / "rusage"
         argv = [sys.executable, "-S", str(RUSAGE), str(usage), "-" if core is None else str(core)]
-        argv += [sys.executable, "-m", crawler.module, url, *args]
+        argv = [*(argv if measured else []), sys.executable, "-m", crawler.module, url, *args]
         argv += ["--json", str(out), "--timeline", "-q"] if write_json else ["-q"]
         with open(Path(tmp) / "stderr", "w+", encoding="utf-8") as err:
             started = time.monotonic()
             # A process group of its own, so that SIGKILL reaches the launcher and the crawler.
+            group = 0 if measured else None  # None: no group, as on Windows
             proc = subprocess.Popen(
-                argv, stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, process_group=0
+                argv, stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, process_group=group
             )
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGINT)  # passed on to the crawler by the launcher
-                try:
-                    proc.wait(5)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                if not measured:
+                    proc.terminate()  # no SIGINT to send a process on Windows
                     proc.wait()
+                else:
+                    proc.send_signal(signal.SIGINT)  # passed on to the crawler by the launcher
+                    try:
+                        proc.wait(5)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
             wall = time.monotonic() - started
             err.seek(0)
             stderr = err.read()

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import json
 import os
-import resource
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +35,10 @@ BACKLOG = 16384
 
 def raise_fd_limit() -> None:
     """Lift the soft limit on file descriptors to the hard one: one per connection."""
+    try:
+        import resource  # POSIX only; Windows has no such limit to lift
+    except ImportError:
+        return
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

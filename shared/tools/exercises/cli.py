@@ -1,6 +1,7 @@
 """The command line: `python -m shared.tools.exercises VERB`, as `nox -s exercise -- VERB` runs it.
 
-Verbs: list, start, check, hint, solve (see shared/tools/exercises/README.md).  Exit
+Verbs: list, start, check, hint, solve (see shared/tools/exercises/README.md), and lab
+(list, apply NAME, undo NAME: the labs' changes, see labs/README.md).  Exit
 status: 0 when all went well (for `check`, when every task passed), 1 when a check
 found a failed task, 2 when the command could not do its work (an unknown exercise,
 a folder that is not a workspace, a workspace that exists already).
@@ -15,7 +16,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from shared.tools.exercises import checking, workspace
+from shared.tools.exercises import checking, lab, workspace
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import Exercise, ExerciseError, all_exercises, find
 
@@ -62,7 +63,29 @@ def parser() -> argparse.ArgumentParser:
     solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
     solve.add_argument("name", metavar="NAME")
     solve.add_argument("--in", dest="folder", type=Path, metavar="DIR")
+    labs = verbs.add_parser("lab", help="the labs: make a lab's change, or take it back")
+    labs.add_argument("action", choices=["list", "apply", "undo"])
+    labs.add_argument("name", metavar="NAME", nargs="?", help="01, or 01-forget-task-done")
     return top
+
+
+def do_lab(action: str, name: str | None) -> int:
+    """`lab list`, `lab apply NAME`, `lab undo NAME`: what changed, and what to run next."""
+    if action == "list":
+        for guide in lab.guides():
+            print(f"{guide.stem:<32}{', '.join(lab.read_lab(guide).files())}")
+        return 0
+    if name is None:
+        raise Usage(f"which lab? {COMMAND} lab {action} NAME (see {COMMAND} lab list)")
+    chosen = lab.find_lab(name)
+    if action == "apply":
+        for path in lab.apply(chosen):
+            print(f"lab {chosen.name}: {'wrote' if chosen.diff is None else 'changed'} {path}")
+        print(f"predict first (labs/{chosen.guide.name}), run, then: {COMMAND} lab undo {name}")
+        return 0
+    for path in lab.undo(chosen):
+        print(f"lab {chosen.name}: {'removed' if chosen.diff is None else 'restored'} {path}")
+    return 0
 
 
 def show_list(names_only: bool) -> None:
@@ -183,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
         if args.verb in (None, "list"):
             show_list(names_only=getattr(args, "names", False))
             return 0
+        if args.verb == "lab":
+            return do_lab(args.action, args.name)
         exercise = exercise_named(args.name)
         if args.verb == "start":
             return do_start(exercise, args.into, args.force)
@@ -195,6 +220,6 @@ def run(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
         show_list(names_only=False)
         return 2
-    except (workspace.WorkspaceError, ExerciseError, BodyError, SyntaxError) as error:
+    except (workspace.WorkspaceError, ExerciseError, BodyError, SyntaxError, lab.LabError) as error:
         print(error, file=sys.stderr)
         return 2

@@ -1,0 +1,196 @@
+"""The labs' breakage, made and taken back by Python: `lab list`, `lab apply NAME`, `lab undo NAME`.
+
+A lab guide (shared/tools/exercises/labs/NN-name.md) breaks something in one of two ways,
+in its "Break it" section: a diff, with the file and line numbers of each change, or a
+script to save ("Save this script as `out/labs/NAME.py`").  `apply` makes that change
+and `undo` takes it back: the diff is applied strictly (each hunk must sit at the lines
+it names, or nothing changes) and undone by applying it backwards; the script is written
+and then deleted.  No bash, no git: the same command on Windows as anywhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from shared.tools.exercises.catalog import ROOT
+
+LABS = ROOT / "shared" / "tools" / "exercises" / "labs"
+HUNK = re.compile(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@")
+
+
+class LabError(Exception):
+    """A lab that cannot be applied or undone here, and why."""
+
+
+class DiffMismatch(LabError):
+    """A guide's diff no longer matches the code it says it changes."""
+
+
+@dataclass
+class Hunk:
+    """One hunk of a unified diff: where its old text starts, the old and the new lines."""
+
+    start: int  # the first old line, counted from 1, as the guide prints it
+    old: list[str]
+    new: list[str]
+    new_start: int = 0  # the first new line once applied (0: the same as start)
+
+    def backwards(self) -> Hunk:
+        """The hunk that undoes this one, once it has been applied: it starts where new does."""
+        return Hunk(self.new_start or self.start, self.new, self.old, self.start)
+
+
+def blocks(text: str, language: str) -> list[str]:
+    """The fenced code blocks of one language in a guide's text, in order."""
+    return re.findall(rf"^```{language}\n(.*?)^```", text, re.DOTALL | re.MULTILINE)
+
+
+def section(text: str, heading: str) -> str:
+    """The text under a ``## heading``, up to the next one."""
+    start = text.index(heading + "\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def parse_diff(diff: str) -> dict[str, list[Hunk]]:
+    """The hunks of a unified diff, per file (the path after ``+++ b/``)."""
+    files: dict[str, list[Hunk]] = {}
+    hunks: list[Hunk] = []
+    lines = diff.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("+++ b/"):
+            hunks = files.setdefault(lines[i].removeprefix("+++ b/"), [])
+        elif match := HUNK.match(lines[i]):
+            old_count, new_count = int(match[2]), int(match[4])
+            old: list[str] = []
+            new: list[str] = []
+            while len(old) < old_count or len(new) < new_count:
+                i += 1
+                if i == len(lines):
+                    raise DiffMismatch(f"{match[0]}: the hunk ends before its line counts")
+                tag, text = lines[i][:1], lines[i][1:]
+                if tag not in (" ", "-", "+"):
+                    raise DiffMismatch(f"not a line of a hunk: {lines[i]!r}")
+                if tag in " -":
+                    old.append(text)
+                if tag in " +":
+                    new.append(text)
+            if (len(old), len(new)) != (old_count, new_count):
+                raise DiffMismatch(f"{lines[i]!r}: the hunk's line counts are wrong")
+            hunks.append(Hunk(int(match[1]), old, new, int(match[3])))
+        i += 1
+    return files
+
+
+def apply_hunks(path: str, text: str, hunks: list[Hunk]) -> str:
+    """Apply hunks to a file's text; DiffMismatch unless each sits at its stated line."""
+    lines = text.splitlines()
+    for hunk in sorted(hunks, key=lambda h: h.start, reverse=True):  # later lines first
+        at = hunk.start - 1
+        if lines[at : at + len(hunk.old)] != hunk.old:
+            where = [n + 1 for n in range(len(lines)) if lines[n : n + len(hunk.old)] == hunk.old]
+            raise DiffMismatch(
+                f"{path}: the guide's hunk at line {hunk.start} does not match the code; "
+                f"its lines are now at {where or 'no line at all'}: update the guide"
+            )
+        lines[at : at + len(hunk.old)] = hunk.new
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Lab:
+    """One lab guide, and the change its "Break it" section makes."""
+
+    guide: Path
+    diff: str | None  # the first diff of "Break it"; None for a lab that saves a script
+    script: str | None  # the script's text, for a lab that saves one
+    script_path: str | None  # where the guide says to save it, from the repository's root
+
+    @property
+    def name(self) -> str:
+        """The guide's name without .md: 01-forget-task-done."""
+        return self.guide.stem
+
+    def files(self) -> list[str]:
+        """The repository's files the lab changes, or the script it saves."""
+        if self.diff is not None:
+            return sorted(parse_diff(self.diff))
+        return [self.script_path] if self.script_path else []
+
+
+def guides(labs: Path = LABS) -> list[Path]:
+    """Every lab guide, in order: NN-name.md."""
+    return sorted(labs.glob("[0-9][0-9]-*.md"))
+
+
+def read_lab(guide: Path) -> Lab:
+    """The change a guide's "Break it" section makes."""
+    text = guide.read_text(encoding="utf-8")
+    breaking = section(text, "## Break it")
+    diffs = blocks(breaking, "diff")
+    if diffs:
+        return Lab(guide, diffs[0], None, None)
+    scripts = blocks(breaking, "python")
+    saved = re.search(r"Save this script as\s+`(out/labs/\w+\.py)`", breaking)
+    if not (scripts and saved):
+        raise LabError(f"{guide.name}: its Break it section has neither a diff nor a script")
+    return Lab(guide, None, scripts[0], saved[1])
+
+
+def find_lab(name: str, labs: Path = LABS) -> Lab:
+    """The lab called ``name``: its number (1, 01), its guide's name, or that without NN-."""
+    for guide in guides(labs):
+        number, _, title = guide.stem.partition("-")
+        if name in (guide.stem, guide.name, title, number) or name == number.lstrip("0"):
+            return read_lab(guide)
+    names = ", ".join(guide.stem for guide in guides(labs))
+    raise LabError(f"no lab named {name!r}; the labs: {names}")
+
+
+def apply(lab: Lab, root: Path = ROOT) -> list[str]:
+    """Make the lab's change in the repository at ``root``; return the files changed."""
+    if lab.diff is None:
+        assert lab.script is not None and lab.script_path is not None
+        target = root / lab.script_path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(lab.script, encoding="utf-8")
+        return [lab.script_path]
+    return _patch(lab, root, backwards=False)
+
+
+def undo(lab: Lab, root: Path = ROOT) -> list[str]:
+    """Take the lab's change back; return the files restored or removed."""
+    if lab.diff is None:
+        assert lab.script_path is not None
+        (root / lab.script_path).unlink(missing_ok=True)
+        return [lab.script_path]
+    return _patch(lab, root, backwards=True)
+
+
+def _patch(lab: Lab, root: Path, backwards: bool) -> list[str]:
+    """Apply the lab's diff, forwards or backwards, to every file or to none."""
+    assert lab.diff is not None
+    texts, crlf = {}, {}
+    for path, hunks in parse_diff(lab.diff).items():
+        # Bytes, not text mode: a file checked out with Windows line ends keeps them.
+        raw = (root / path).read_bytes().decode("utf-8")
+        crlf[path] = "\r\n" in raw
+        text = raw.replace("\r\n", "\n")
+        wanted = [hunk.backwards() for hunk in hunks] if backwards else hunks
+        try:
+            texts[path] = apply_hunks(path, text, wanted)
+        except DiffMismatch:
+            # Already in the state asked for?  Then say so, rather than that lines moved.
+            other = hunks if backwards else [hunk.backwards() for hunk in hunks]
+            try:
+                apply_hunks(path, text, other)
+            except DiffMismatch:
+                raise
+            state = "is not applied" if backwards else "is applied already"
+            raise LabError(f"lab {lab.name} {state} to {path}") from None
+    for path, text in texts.items():  # written only once every file took its hunks
+        (root / path).write_bytes((text.replace("\n", "\r\n") if crlf[path] else text).encode())
+    return sorted(texts)

@@ -1,0 +1,227 @@
+"""A class on its own laptops: what the class installs, the wheelhouse, CI's proof, the workflow.
+
+The whole journey (setup once, then every class command with pip's index switched off;
+nox on Python 3.10; the wheelhouse for every system) runs in CI, in .ci/class.py, as a
+student's laptop would.  Here: that its list of commands covers every class session,
+that the wheelhouse for this machine installs a class with no index, and that the
+GitHub Actions workflow says what it should.
+"""
+
+from __future__ import annotations
+
+import ast
+import faulthandler
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+from shared.tools import wheelhouse
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def ci_script() -> ModuleType:
+    """.ci/class.py, imported (it runs nothing on import)."""
+    spec = importlib.util.spec_from_file_location("ci_class", ROOT / ".ci" / "class.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def nox_sessions() -> dict[str, ast.FunctionDef]:
+    """The noxfile's sessions, by name, as written (nox is not installed in the suite)."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    return {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any("nox.session" in ast.unparse(d) for d in node.decorator_list)
+    }
+
+
+def class_sessions() -> set[str]:
+    """The sessions that run in the class's environment (or, for diff, on its Python)."""
+    return {
+        name
+        for name, node in nox_sessions().items()
+        if re.search(r"\b(run_class|class_env|CLASS_PYTHON)\b", ast.unparse(node))
+    }
+
+
+# --- what the class installs ---------------------------------------------------------------
+
+
+def test_the_class_environment_holds_what_checks_need_and_no_browser_driver() -> None:
+    check = PYPROJECT["dependency-groups"]["check"]
+    names = {re.split(r"[<>=!~ \[]", spec)[0].lower() for spec in check}
+    assert names == {"pytest", "pytest-asyncio", "trustme"}
+    test = PYPROJECT["dependency-groups"]["test"]
+    assert {"include-group": "check"} in test
+    assert any(isinstance(spec, str) and spec.startswith("selenium") for spec in test)
+    # The noxfile fills .nox/class from exactly the project's packages and the check group.
+    source = (ROOT / "noxfile.py").read_text("utf-8")
+    assert 'dependency_groups(PYPROJECT, "check")' in source
+    assert "selenium" not in " ".join(wheelhouse.requirements())
+
+
+def test_nothing_installs_the_project_itself() -> None:
+    """An editable install is rebuilt on every run and needs the index: nothing makes one."""
+    text = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert not re.search(r"""install\([^)]*["']-e["']""", text)
+    assert not re.search(r"""install\([^)]*["']\.["']""", text)
+
+
+def test_ci_runs_every_class_session_offline() -> None:
+    sessions = class_sessions()
+    assert {"stage1", "stage2", "stage3", "trace", "show", "diff", "compare", "exercise"} <= (
+        sessions
+    )
+    commands = ci_script().OFFLINE_COMMANDS
+    ran = {argv[1] for argv, _ in commands}
+    # bench takes minutes and measures, wheelhouse and setup need the network: not offline.
+    assert ran == sessions - {"bench", "wheelhouse", "setup"}, ran
+    verbs = {argv[3] for argv, _ in commands if argv[1] == "exercise"}
+    assert {"list", "start", "check", "hint", "solve", "lab"} <= verbs
+
+
+def test_ci_switches_pips_index_off_and_leaves_it_nowhere_to_look() -> None:
+    env = ci_script().offline_environment()
+    assert env["PIP_NO_INDEX"] == "1" and env["PIP_CONFIG_FILE"] == os.devnull
+    assert "PIP_FIND_LINKS" not in env and "PIP_INDEX_URL" not in env
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "python3 .ci/class.py" in run
+
+
+# --- the wheelhouse ------------------------------------------------------------------------
+
+
+def test_the_wheelhouse_covers_three_systems_and_four_pythons() -> None:
+    assert {name.split("-")[0] for name in wheelhouse.PLATFORMS} == {"linux", "macos", "windows"}
+    assert wheelhouse.PYTHONS == ("3.11", "3.12", "3.13", "3.14")
+    assert wheelhouse.this_platform() in wheelhouse.PLATFORMS
+    wanted = wheelhouse.requirements()
+    assert (
+        wanted[: len(PYPROJECT["project"]["dependencies"])] == PYPROJECT["project"]["dependencies"]
+    )
+    assert any(spec.startswith("nox") for spec in wanted)
+
+
+def test_the_wheels_pip_names_are_read_from_its_output() -> None:
+    output = (
+        "Collecting aiohttp>=3.13\n"
+        "  File was already downloaded /w/aiohttp-3.14.5-cp313-cp313-win_amd64.whl\n"
+        "Collecting lxml\n"
+        "  Downloading lxml-6.1.3-cp313-cp313-win_amd64.whl (4.0 MB)\n"
+        "Saved /w/lxml-6.1.3-cp313-cp313-win_amd64.whl\n"
+        "Successfully downloaded aiohttp lxml\n"
+    )
+    assert wheelhouse.saved_wheels(output) == [
+        "aiohttp-3.14.5-cp313-cp313-win_amd64.whl",
+        "lxml-6.1.3-cp313-cp313-win_amd64.whl",
+    ]
+
+
+@pytest.mark.slow
+def test_a_new_venv_installs_the_class_from_the_wheelhouse_with_no_index(tmp_path: Path) -> None:
+    """This machine's share of the wheelhouse (the index is needed to fill it, once)."""
+    # pip waits on the index for each of some thirty packages: on a busy machine that can
+    # pass the suite's two-minute hang limit, so this test has ten minutes instead.
+    faulthandler.dump_traceback_later(600, exit=True)
+    wheels = tmp_path / "wheels"
+    filled = subprocess.run(
+        [sys.executable, "-m", "shared.tools.wheelhouse", str(wheels), "--here"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
+    )
+    assert filled.returncode == 0, filled.stdout + filled.stderr
+    listed = (wheels / "wheels.txt").read_text(encoding="utf-8").splitlines()
+    count = len(list(wheels.glob("*.whl")))
+    assert listed[0].endswith(f"{count} wheels, " + listed[0].split(", ")[-1])
+    assert "(this machine)" in listed[1]
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    offline: dict[str, Any] = {
+        k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "PIP_INDEX_URL")
+    }
+    offline.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull)
+    install = [str(python), "-m", "pip", "install", "--no-index", "--find-links", str(wheels)]
+    done = subprocess.run(
+        [*install, "-r", str(wheels / "requirements.txt")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=offline,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    imports = "import aiohttp, lxml, pytest, pytest_asyncio, trustme, nox"
+    assert subprocess.run([str(python), "-c", imports], check=False).returncode == 0
+
+
+# --- the GitHub Actions workflow -----------------------------------------------------------
+
+
+def test_the_workflow_runs_the_suite_on_linux_macos_and_windows() -> None:
+    path = ROOT / ".ci" / "github-actions.yml"
+    text = path.read_text(encoding="utf-8")
+    assert ".github/workflows/" in text, "it says where GitHub looks for it"
+    doc = yaml.safe_load(text)
+    triggers = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert set(triggers) >= {"push", "pull_request"}
+    (job,) = doc["jobs"].values()
+    systems = job["strategy"]["matrix"]["os"]
+    assert {system.split("-")[0] for system in systems} == {"ubuntu", "macos", "windows"}
+    assert job["runs-on"] == "${{ matrix.os }}"
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    assert any(re.search(r"python -m nox -s .*\btests\b", run) for run in runs), runs
+    assert any("nox -s setup" in run for run in runs)
+
+
+# --- shared/SETUP.md -----------------------------------------------------------------------
+
+
+def test_setup_md_names_only_sessions_that_exist_and_the_line_setup_ends_with() -> None:
+    text = (ROOT / "shared" / "SETUP.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"nox -s (\w+)", text))
+    assert {"setup", "wheelhouse", "exercise", "compare"} <= named
+    assert named <= set(nox_sessions()), named - set(nox_sessions())
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert "ready for class: {CLASS_ENV} ({disk:.0f} MB on disk)" in noxfile
+    assert "ready for class: .nox/class (N MB on disk)" in text
+
+
+@pytest.mark.parametrize("module", ["stage1_callbacks", "stage2_generators"])
+def test_the_stack_ripping_demo_fits_on_a_screen(module: str) -> None:
+    """SETUP.md's demo: one traceback and a seven-line report, not 300 lines after it."""
+    text = (ROOT / "shared" / "SETUP.md").read_text(encoding="utf-8")
+    demo = re.search(r"`nox -s stage1 -- (--site-pages 6 --fail-on /p/3)`", text)
+    assert demo
+    done = subprocess.run(
+        [sys.executable, "-m", module, *demo[1].split()],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("Traceback (most recent call last):") == 1
+    report = [line for line in done.stdout.splitlines() if line.startswith("http")]
+    assert len(report) == 7  # six pages and robots.txt
+    assert len((done.stdout + done.stderr).splitlines()) <= 40  # a projector's screen
