@@ -654,7 +654,7 @@ def headings(text: str) -> list[tuple[int, list[str]]]:
 def link_targets(page: Path) -> set[str]:
     """Where a page's links lead, the same in both languages: a Chinese page as its English
     one, an anchor as the number of its heading.  The links between a page and its other
-    language, and to the glossary, are left out: only one of the two pages has them."""
+    language, and to the glossary, are left out: a page may have them and its other not."""
     found = set()
     for target in links(read(page)):
         if re.match(r"^[a-z]+:", target):
@@ -665,7 +665,7 @@ def link_targets(page: Path) -> set[str]:
         if dest.is_file() and anchor and anchor in anchor_list(read(dest)):
             anchor = str(anchor_list(read(dest)).index(anchor))
         dest = english(dest) if dest.name.endswith(ZH) else dest
-        if dest in (english(page), GLOSSARY) and not anchor:
+        if dest == GLOSSARY or (dest == english(page) and not anchor):
             continue
         name = dest.relative_to(ROOT).as_posix() if dest.is_relative_to(ROOT) else str(dest)
         found.add(f"{name}#{anchor}" if anchor else name)
@@ -766,3 +766,19 @@ def test_each_parity_check_sees_its_own_kind_of_drift(tmp_path: Path) -> None:
         translation.write_text(drifted, encoding="utf-8")
         seen = {name for name, check in checks.items() if check(translation) != check(page)}
         assert seen == {kind}, (kind, seen)
+
+
+def line_numbers(page: Path) -> list[int]:
+    """The line numbers a page's prose names: "lines 64 and 65" in English, "第 64 行" in Chinese."""
+    text = re.sub(r"(?ms)^ *```.*?^ *```", "", read(page))
+    if page.name.endswith(ZH):
+        return [int(number) for number in re.findall(r"第 (\d+) 行", text)]
+    pairs = re.findall(r"\blines? (\d+)(?: and (\d+))?", text)
+    return [int(number) for pair in pairs for number in pair if number]
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_names_the_same_line_numbers(page: Path) -> None:
+    """A lab's diff moves when the code does: its words in both languages must move with it."""
+    ours, theirs = line_numbers(page), line_numbers(english(page))
+    assert ours == theirs, f"{page_id(page)}: lines {ours} against {theirs} in English"
