@@ -769,7 +769,7 @@ def test_each_parity_check_sees_its_own_kind_of_drift(tmp_path: Path) -> None:
 
 
 def line_numbers(page: Path) -> list[int]:
-    """The line numbers a page's prose names: "lines 64 and 65" in English, "第 64 行" in Chinese."""
+    """The line numbers a page's prose names: "lines 64 and 65", or in Chinese "第 64 行"."""
     text = re.sub(r"(?ms)^ *```.*?^ *```", "", read(page))
     if page.name.endswith(ZH):
         return [int(number) for number in re.findall(r"第 (\d+) 行", text)]
