@@ -562,13 +562,15 @@ def test_the_layout_names_what_is_there_and_every_module_of_shared() -> None:
     assert len(named) >= 25
 
 
+@pytest.mark.parametrize("page", ["README.md", "README.zh-CN.md"])
 @pytest.mark.parametrize(("exercise", "function"), [("per-host", "host_slot"), ("delay", "polite")])
 def test_what_each_style_costs_counts_each_stages_function_as_the_book_does(
-    exercise: str, function: str
+    exercise: str, function: str, page: str
 ) -> None:
     """The exercise's table of lines: the function's own count is the code's; the sums add up."""
-    text = read(EXERCISES / exercise / "README.md")
-    section = text[text.index("## What each style costs") :]
+    text = read(EXERCISES / exercise / page)
+    heading = "## 每种风格的代价" if page.endswith(ZH) else "## What each style costs"
+    section = text[text.index(heading) :]
     rows = re.findall(r"^\| (\d), \w+ \| (\d+) \| (\d+)[:|][^\n]*\| (\d+) \|$", section, re.M)
     assert [row[0] for row in rows] == ["1", "2", "3"], "a row per stage"
     for (stage, own, elsewhere, total), package in zip(rows, STAGE_PACKAGES, strict=True):
