@@ -708,6 +708,19 @@ def page_id(page: Path) -> str:
 
 
 @pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_page_and_its_chinese_version_name_each_other_at_the_top(page: Path) -> None:
+    """A reader lands on either: the other language is one click away, in the first lines.
+    An exercise's instructions become a workspace's INSTRUCTIONS.md, where a link to the
+    page beside them would lead nowhere: there the Chinese page names the English one."""
+    ours, theirs = ("\n".join(read(p).splitlines()[:4]) for p in (page, english(page)))
+    if (page.parent / "exercise.toml").exists():
+        assert "`README.md`" in ours and "README.zh-CN.md" not in theirs, page_id(page)
+        return
+    assert f"]({english(page).name})" in ours, f"{page_id(page)}: link the English page first"
+    assert f"]({page.name})" in theirs, f"{page_id(english(page))}: link {page.name} first"
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
 def test_a_chinese_page_has_its_english_pages_code_blocks(page: Path) -> None:
     ours, theirs = code_blocks(read(page)), code_blocks(read(english(page)))
     differ = [(a, b) for a, b in zip(ours, theirs, strict=False) if a != b]
