@@ -14,6 +14,7 @@ page to the repository:
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 import json
 import os
@@ -727,6 +728,23 @@ def test_a_chinese_page_has_its_english_pages_code_blocks(page: Path) -> None:
     assert len(ours) == len(theirs) and not differ, (
         f"{page_id(page)}: {len(ours)} blocks against {len(theirs)} in {english(page).name}; "
         f"first that differs: {differ[:1]}"
+    )
+
+
+def english_headings_stamp(page: Path) -> str:
+    """A short hash of an English page's headings, words and all: the Chinese page keeps the
+    one it was translated from, so a heading reworded in English alone is seen."""
+    found = re.findall(r"^#{1,6} .+$", prose_keep_code_text(read(page)), re.MULTILINE)
+    return hashlib.sha256("\n".join(found).encode()).hexdigest()[:12]
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_translates_the_english_headings_of_today(page: Path) -> None:
+    stamp = english_headings_stamp(english(page))
+    kept = re.findall(r"<!-- English headings: (\w+) -->", read(page))
+    assert kept == [stamp], (
+        f"{page_id(english(page))} has other headings than {page_id(page)} translates: "
+        f"bring the translation up to date, then end it with <!-- English headings: {stamp} -->"
     )
 
 
