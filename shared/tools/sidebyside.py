@@ -339,8 +339,8 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
             head = next(text[:k] for k in range(len(text), 0, -1) if cols(text[:k]) <= column)
             if code and not wrap:
                 return [head[:-1] + "…"]
-            space = head.rfind(" ", len(head) - len(head.lstrip()) + 1)
-            parts.append(head[: space if space > 0 else None].rstrip())
+            space = text.rfind(" ", len(head) - len(head.lstrip()) + 1, len(head) + 1)
+            parts.append(text[: space if space > 0 else len(head)].rstrip())
             text = hang + text[len(parts[-1]) :].lstrip()
         return [*parts, text]
 
