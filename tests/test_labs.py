@@ -76,8 +76,8 @@ def guide(name: str) -> str:
 
 
 def guides() -> list[Path]:
-    """Every lab guide, in order: NN-name.md."""
-    return sorted(LABS.glob("[0-9][0-9]-*.md"))
+    """Every lab guide, in order: NN-name.md (its Chinese NN-name.zh-CN.md aside)."""
+    return sorted(p for p in LABS.glob("[0-9][0-9]-*.md") if not p.name.endswith(".zh-CN.md"))
 
 
 def answer(name: str) -> str:
