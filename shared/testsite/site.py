@@ -14,6 +14,9 @@ Shape of the site
 * With ``hostile=True`` the root also links to the pages in :data:`HOSTILE`, which
   misbehave at the HTTP level (no answer, reset, short body, garbage, 20 MB, random
   bytes).  With ``wide=N`` it links to ``/wide/0`` .. ``/wide/N-1``, slow tiny pages.
+* With ``wire=True`` the root also links to ``/wire/``, the hub of the responses that
+  are odd byte by byte (hostile_wire.py); a few mean something else to stage 3, so
+  :meth:`Site.expected` must then be told the stage.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
+from shared.testsite.hostile_wire import WIRE_HUB, wire_pages
 from shared.testsite.oracle import Expected, Walk, walk
 from shared.testsite.pages import NOT_FOUND, WORDS, Resource
 from shared.testsite.server import make_app
@@ -36,7 +40,8 @@ class Site:
 
     ``pages`` normal pages with about ``fanout`` links each are generated from
     ``random.Random(seed)``.  ``latency`` delays every response; ``traps`` adds the trap
-    pages (:data:`TRAPS`), ``hostile`` the hostile ones (:data:`HOSTILE`), and ``wide``
+    pages (:data:`TRAPS`), ``hostile`` the hostile ones (:data:`HOSTILE`), ``wire`` the
+    wire cases (hostile_wire.py), and ``wide``
     pages ``/wide/<i>`` linked from the root that each take ``wide_delay`` seconds.
     ``robots`` chooses what /robots.txt answers: None (a 404) or one of
     :data:`ROBOTS_KINDS`.
@@ -62,6 +67,7 @@ class Site:
         latency: float = 0.0,
         traps: bool = True,
         hostile: bool = False,
+        wire: bool = False,
         wide: int = 0,
         wide_delay: float = 0.0,
         robots: str | None = None,
@@ -75,6 +81,7 @@ class Site:
         self.latency = latency
         self.traps = traps
         self.hostile = hostile
+        self.wire = wire
         self.wide = wide
         self.wide_delay = wide_delay
         self.robots = robots
@@ -86,7 +93,7 @@ class Site:
         self._in_flight: collections.Counter[str] = collections.Counter()  # host -> now
         self._drop_counts: collections.Counter[str] = collections.Counter()  # origin+path
         # The definition never changes, so each walk of it is computed once.
-        self._walks: dict[tuple[str, int, str | None, int, bool], Walk] = {}
+        self._walks: dict[tuple[str, int, str | None, int, bool, str | None], Walk] = {}
 
         rng = random.Random(seed)
         # A pool of paragraphs shared by all pages keeps memory flat for big sites; each
@@ -105,6 +112,8 @@ class Site:
             self._specials.update(trap_pages())
         if hostile:
             self._specials.update(hostile_pages())
+        if wire:
+            self._specials.update(wire_pages())
         for i in range(wide):
             body = f"<html><body><p>Wide page {i}</p></body></html>\n".encode()
             self._specials[f"/wide/{i}"] = Resource(kind="wide", body=body)
@@ -133,6 +142,8 @@ class Site:
         extras += [f"/wide/{i}" for i in range(self.wide)]
         if self.hostile:
             extras += list(HOSTILE.values())
+        if self.wire:
+            extras.append(WIRE_HUB)
         return extras
 
     def resource(self, path: str) -> Resource:
@@ -152,6 +163,15 @@ class Site:
         if n == 0:
             links += self._root_extras()
         return Resource(kind="page", links=tuple(links), page=n)
+
+    def resource_for(self, path: str, stage: str | None) -> Resource:
+        """The definition of a path as the oracle reads it for a stage (None: any stage).
+
+        The same as :meth:`resource` but for the wire cases that stage reads its own way.
+        """
+        if self.wire and path in self._specials:
+            return wire_pages(stage).get(path, self._specials[path])
+        return self.resource(path)
 
     def _spell(self, src: int, dst: int, style: int, origin: str) -> str:
         """One of several equivalent spellings of a link from page src to page dst."""
@@ -193,9 +213,12 @@ class Site:
         exclude: str | None,
         max_tries: int,
         ignore_robots: bool,
+        stage: str | None = None,
     ) -> Walk:
         """Breadth-first walk of the definition with the crawler's rules (memoised)."""
-        key = (base_url, max_redirect, exclude, max_tries, ignore_robots)
+        if self.wire and stage is None:
+            raise ValueError("the wire cases differ by stage: say which (stage=...)")
+        key = (base_url, max_redirect, exclude, max_tries, ignore_robots, stage)
         if key not in self._walks:
             self._walks[key] = walk(self, *key)
         return self._walks[key]
@@ -208,6 +231,7 @@ class Site:
         exclude: str | None = None,
         max_tries: int = 4,
         ignore_robots: bool = False,
+        stage: str | None = None,
     ) -> dict[str, Expected]:
         """The oracle: the record a correct crawl from base_url makes, per absolute URL.
 
@@ -216,11 +240,12 @@ class Site:
         URLs (one per host, as :func:`serve_hosts` yields them, crawled together as the
         roots of one crawl), it returns the records of them all: no page of one host
         links to another, so each host's records are those of a crawl of it alone.
+        ``stage`` (the stage's package name) is needed with ``wire=True`` only.
         """
         bases = [base_url] if isinstance(base_url, str) else list(base_url)
         records: dict[str, Expected] = {}
         for base in bases:
-            walk = self._walk(base, max_redirect, exclude, max_tries, ignore_robots)
+            walk = self._walk(base, max_redirect, exclude, max_tries, ignore_robots, stage)
             records.update(walk.records)
         return records
 
@@ -232,12 +257,13 @@ class Site:
         exclude: str | None = None,
         max_tries: int = 4,
         ignore_robots: bool = False,
+        stage: str | None = None,
     ) -> list[int]:
         """How many URLs are first reached at each depth (0 = the root) of the crawl.
 
         robots.txt is reached by no link, so it is in no level.
         """
-        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots)
+        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots, stage)
         depths = walk.depth.values()
         sizes = [0] * (max(depths) + 1)
         for depth in depths:
