@@ -28,7 +28,7 @@ MAX_FIELDS = 128
 
 # The blank line that ends the header block; bare LF is tolerated as well as CRLF.
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-_STATUS_LINE = re.compile(rb"HTTP/1\.\d ([1-9]\d\d)(?: .*)?", re.DOTALL)
+_STATUS_LINE = re.compile(rb"HTTP/1\.\d ([1-9]\d\d)(?: .*)?")
 # A field name is a token (RFC 9110, section 5.6.2): no space before the colon, no "(".
 _TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 # A chunk-size line: hex digits (stricter than int(x, 16), which allows "0x", "+" and

@@ -179,7 +179,7 @@ def wire_cases() -> dict[str, WireCase]:
             "stages 1 and 2 stop reading at the Content-Length, as the request said "
             "Connection: close",
         ),
-        # Heads past aiohttp's limits, which every stage now keeps.
+        # Heads past aiohttp's limits, which every stage keeps.
         "many-fields": broken(
             response("200 OK", [FIELD_HTML, *(b"X-F%d: v" % i for i in range(200))], HUB_PAGE)
         ),

@@ -41,8 +41,8 @@ class Site:
     ``pages`` normal pages with about ``fanout`` links each are generated from
     ``random.Random(seed)``.  ``latency`` delays every response; ``traps`` adds the trap
     pages (:data:`TRAPS`), ``hostile`` the hostile ones (:data:`HOSTILE`), ``wire`` the
-    wire cases (hostile_wire.py), and ``wide``
-    pages ``/wide/<i>`` linked from the root that each take ``wide_delay`` seconds.
+    responses odd byte by byte (hostile_wire.py), and ``wide`` pages ``/wide/<i>``
+    linked from the root that each take ``wide_delay`` seconds.
     ``robots`` chooses what /robots.txt answers: None (a 404) or one of
     :data:`ROBOTS_KINDS`.
 
