@@ -29,6 +29,7 @@ settings.register_profile(
     "wire",
     max_examples=2000,
     derandomize=True,
+    database=None,  # nothing to replay: the same examples come every run, and no .hypothesis/
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
