@@ -209,7 +209,7 @@ def wire_cases() -> dict[str, WireCase]:
 
 @cache
 def wire_pages(stage: str | None = None) -> dict[str, Resource]:
-    """The catalogue as the site's pages: the hub, the cases, the pages they lead to.
+    """The catalogue as the site's pages: the hub, the cases, the pages they point to.
 
     With ``stage``, each case means what it means to that stage (for the oracle);
     without, what the server sends.
