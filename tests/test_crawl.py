@@ -200,7 +200,7 @@ def test_the_wire_cases_give_each_stage_the_oracles_records(
     """
     site, base_url = wire_site
     site.reset()
-    result = stage.crawl([base_url], Options(timeout=2, max_tries=2))
+    result = stage.crawl([base_url], Options(max_tries=2))
     expected = site.expected(base_url, max_tries=2, stage=stage.__name__)
     assert_matches_oracle(result, expected)
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
@@ -213,7 +213,7 @@ def test_the_wire_cases_crawled_from_the_command_line_exit_0(
     """The report prints every record, odd bytes in a media type too, and exits 0."""
     site, base_url = wire_site
     site.reset()
-    done = run_stage(stage, base_url, "--max-tries", "1", "--timeout", "2")
+    done = run_stage(stage, base_url, "--max-tries", "1")
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stdout.splitlines() if line.startswith(base_url)]
     urls = [line.split()[0] for line in lines]
