@@ -36,6 +36,7 @@ import pytest
 RESULTS_ENV = "EXERCISE_RESULTS"  # the file `check` reads the results from
 WORKSPACE_ENV = "EXERCISE_WORKSPACE"  # the workspace every module under test must come from
 TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"  # seconds per test, instead of the default
+ONLY_TASK_ENV = "EXERCISE_ONLY_TASK"  # `check --task N`: run that task's tests alone
 DEFAULT_TIME_LIMIT = 20.0
 FIRST_PARTY = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
 HERE = Path(__file__).resolve().parent
@@ -210,6 +211,17 @@ def prove_workspace(insist: bool) -> None:
         ]
         if strays:
             raise pytest.UsageError(f"not imported from the workspace {root}: {', '.join(strays)}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `check --task N`, keep task N's tests only: one grading step per task."""
+    only = os.environ.get(ONLY_TASK_ENV)
+    if not only:
+        return
+    dropped = [item for item in items if mine(item) and task_of(item) != int(only)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

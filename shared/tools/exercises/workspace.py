@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from shared.tools.exercises import manifest
 from shared.tools.exercises.bodies import BodyError, body_text, empty_functions, put_bodies
 from shared.tools.exercises.catalog import ROOT, Exercise
 
@@ -31,9 +32,14 @@ class WorkspaceError(Exception):
     """A folder that cannot be, or is not, the workspace asked for."""
 
 
+def in_handout() -> bool:
+    """Whether this tool runs inside a handout, which is itself the workspace."""
+    return read_marker(ROOT) is not None
+
+
 def default_workspace(name: str) -> Path:
-    """Where `start NAME` puts the workspace when not told otherwise."""
-    return OUT / name
+    """Where `start NAME` puts the workspace when not told otherwise; a handout is its own."""
+    return ROOT if in_handout() else OUT / name
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
@@ -113,6 +119,8 @@ def start(exercise: Exercise, folder: Path, force: bool = False) -> Path:
         (folder / path).write_bytes(text.encode("utf-8"))
     shutil.copyfile(exercise.instructions, folder / "INSTRUCTIONS.md")
     write_marker(folder, {"exercise": exercise.name, "hints_shown": 0})
+    # The manifest: what the files that judge the exercise are, so that a change shows.
+    manifest.write(folder, manifest.hashes(ROOT, manifest.judging_files(exercise)))
     return folder
 
 
