@@ -24,6 +24,7 @@ from shared.tools.exercises.catalog import (
     ExerciseError,
     all_exercises,
     find,
+    task_titles,
     tasks_in,
 )
 
@@ -154,8 +155,12 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     pristine = None if workspace.in_handout() else ROOT
     extra = handout.protected(exercise) if pristine and handout.is_handout(folder) else None
     expected, missing = manifest.expected_digests(exercise, folder, pristine, extra)
-    tampered = missing + manifest.tampered(folder, expected, manifest.WATCHED)
-    tasks = tasks_in(((pristine or folder) / exercise.tests).read_text(encoding="utf-8"))
+    # Without a manifest, a handout has nothing to compare with: that alone is the report.
+    tampered = missing or manifest.tampered(folder, expected, manifest.WATCHED)
+    if tampered and pristine is None:  # the test module may be the one changed: ask the README
+        tasks = sorted(task_titles(exercise.instructions.read_text(encoding="utf-8")))
+    else:
+        tasks = tasks_in(((pristine or folder) / exercise.tests).read_text(encoding="utf-8"))
     if args.task is not None and args.task not in tasks:
         raise Usage(f"{exercise.name} has no task {args.task}; its tasks: {tasks}")
     if tampered:
@@ -178,7 +183,8 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
         if args.output is not None:
             args.output.parent.mkdir(parents=True, exist_ok=True)
             args.output.write_text(reports.render(args.format, exercise, result), "utf-8")
-    if not result.passed and result.ran and not args.verbose and args.output is None:
+    on_screen = args.output is not None or args.format == "text"  # the text, not a format
+    if not result.passed and result.ran and not args.verbose and on_screen:
         print(f"(each test's own report: {COMMAND} check {exercise.name} --verbose)")
     if tampered or not result.ran:
         return 2
