@@ -261,27 +261,30 @@ def test_gradescope_results_have_score_max_score_and_a_test_per_task(tmp_path: P
     assert "the timer ran twice" in report["tests"][0]["output"]
 
 
-def test_every_format_goes_to_output_and_the_text_still_to_the_screen(
+def test_every_format_goes_to_its_output_and_the_text_to_the_screen(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "ws"
     assert main(["start", "s1-loop", "--into", str(folder)]) == 0
     capsys.readouterr()
+    argv = ["check", "s1-loop", "--in", str(folder)]
     for form in reports.FORMATS:
-        path = tmp_path / f"out.{form}"
-        status, out = quiet(
-            ["check", "s1-loop", "--in", str(folder), "--format", form, "--output", str(path)],
-            capsys,
-        )
-        assert status == 1
-        assert "s1-loop: 0 of 3 tasks passed, 0 of 3 points" in out
-        text = path.read_text(encoding="utf-8")
+        argv += ["--format", form, "--output", str(tmp_path / f"out.{form}")]
+    status, out = quiet(argv, capsys)
+    assert status == 1
+    assert "s1-loop: 0 of 3 tasks passed, 0 of 3 points" in out
+    for form in reports.FORMATS:
+        text = (tmp_path / f"out.{form}").read_text(encoding="utf-8")
         if form == "junit":
             assert ET.fromstring(text).tag == "testsuites"
         elif form == "text":
             assert text.splitlines()[-1] == "s1-loop: 0 of 3 tasks passed, 0 of 3 points"
         else:
-            assert json.loads(text)
+            assert json.loads(text)["tests" if form != "json" else "tasks"]
+    status, out = quiet(["check", "s1-loop", "--in", str(folder), "--format", "json"], capsys)
+    assert status == 1 and json.loads(out)["points"] == 0  # alone, a format goes to the screen
+    assert main([*argv, "--format", "json"]) == 2  # a format without its output
+    assert "one --format for each --output" in capsys.readouterr().err
 
 
 # --- item 3: the handout -----------------------------------------------------------------------
@@ -414,19 +417,17 @@ def run_workflow(folder: Path, python_bin: Path, install: bool) -> int:
 
 
 def results_files(folder: Path, name: str, python_bin: Path, into: Path) -> tuple[int, int]:
-    """The points in the Exercism and the Gradescope results files that `check` writes."""
+    """The points in the Exercism and the Gradescope results files of one `check`."""
     env = dict(os.environ, PATH=f"{python_bin}{os.pathsep}{os.environ['PATH']}", PYTHONPATH="")
-    scores = []
-    for form in ("exercism", "gradescope"):
-        path = into / f"{form}.json"
-        command = ["python", "-m", "shared.tools.exercises", "check", name]
-        command += ["--format", form, "--output", str(path)]
-        subprocess.run(command, cwd=folder, env=env, capture_output=True, timeout=600)
-        report = json.loads(path.read_text(encoding="utf-8"))
-        scores.append(sum(t["score"] for t in report["tests"]))
-        if form == "gradescope":
-            assert report["score"] == scores[-1]
-    return scores[0], scores[1]
+    exercism, gradescope = into / "exercism.json", into / "gradescope.json"
+    command = ["python", "-m", "shared.tools.exercises", "check", name]
+    command += ["--format", "exercism", "--output", str(exercism)]
+    command += ["--format", "gradescope", "--output", str(gradescope)]
+    subprocess.run(command, cwd=folder, env=env, capture_output=True, timeout=600)
+    tests = json.loads(exercism.read_text(encoding="utf-8"))["tests"]
+    graded = json.loads(gradescope.read_text(encoding="utf-8"))
+    assert graded["score"] == sum(t["score"] for t in graded["tests"])
+    return sum(t["score"] for t in tests), graded["score"]
 
 
 @pytest.mark.slow

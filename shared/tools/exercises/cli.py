@@ -69,9 +69,14 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output")
     check.add_argument("--task", type=int, metavar="N", help="run task N's tests alone")
     check.add_argument(
-        "--format", choices=reports.FORMATS, default="text", help="what --output receives"
+        "--format",
+        action="append",
+        choices=reports.FORMATS,
+        help="what --output receives (text); repeat both to write several formats at once",
     )
-    check.add_argument("--output", type=Path, metavar="PATH", help="default: standard output")
+    check.add_argument(
+        "--output", action="append", type=Path, metavar="PATH", help="default: standard output"
+    )
     hint = verbs.add_parser("hint", help="the next hint, one at a time")
     hint.add_argument("name", metavar="NAME")
     solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
@@ -149,6 +154,10 @@ def do_start(exercise: Exercise, into: Path | None, force: bool) -> int:
 
 def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     """`check`: one line per task; 0 when every task passed, 2 when the tests were changed."""
+    outputs: list[Path] = args.output or []
+    forms: list[str] = args.format or ["text"] * max(1, len(outputs))
+    if len(forms) != max(1, len(outputs)):
+        raise Usage("give one --format for each --output (or a single --format, for the screen)")
     folder, how = folder_of(exercise.name, args.folder)
     workspace.require_workspace(exercise, folder, how)
     # From the repository, its files judge; in a handout, the manifest vouches for its own.
@@ -175,15 +184,14 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
             pristine=pristine,
             only_task=args.task,
         )
-    text = reports.as_text(exercise, result)
-    if args.output is None and args.format != "text":
-        print(reports.render(args.format, exercise, result), end="")
+    if outputs:
+        print(reports.as_text(exercise, result), end="")
+        for form, path in zip(forms, outputs, strict=True):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(reports.render(form, exercise, result), encoding="utf-8")
     else:
-        print(text, end="")
-        if args.output is not None:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(reports.render(args.format, exercise, result), "utf-8")
-    on_screen = args.output is not None or args.format == "text"  # the text, not a format
+        print(reports.render(forms[0], exercise, result), end="")
+    on_screen = bool(outputs) or forms == ["text"]  # the text, not a format
     if not result.passed and result.ran and not args.verbose and on_screen:
         print(f"(each test's own report: {COMMAND} check {exercise.name} --verbose)")
     if tampered or not result.ran:
