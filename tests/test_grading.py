@@ -355,6 +355,9 @@ def test_a_handout_is_a_repository_for_students(
     assert "raise NotImplementedError" in (folder / "stage1_callbacks/loop.py").read_text()
     ran = run_tool(folder, ["solve", "s1-loop"])
     assert ran.returncode == 2 and "not in a handout" in ran.stderr
+    for verb in (["grade", "s1-loop", "."], ["handout", "s1-loop", "elsewhere"]):
+        ran = run_tool(folder, verb)
+        assert ran.returncode == 2 and "from the repository" in ran.stderr, verb
     # A handout is only ever made in a new or empty folder.
     assert main(["handout", "s1-loop", str(folder)]) == 2
     assert "not empty" in capsys.readouterr().err
@@ -474,8 +477,9 @@ def test_grade_makes_one_table_and_a_csv_and_an_endless_loop_stops_no_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folders = {who: tmp_path / who for who in ("solved", "unsolved", "looping", "hollow")}
-    for folder in folders.values():
-        assert main(["start", "s1-loop", "--into", str(folder)]) == 0
+    for who, folder in folders.items():
+        verb = ["handout", "s1-loop", str(folder)] if who == "hollow" else ["start", "s1-loop"]
+        assert main(verb if who == "hollow" else [*verb, "--into", str(folder)]) == 0
     assert main(["solve", "s1-loop", "--in", str(folders["solved"])]) == 0
     loop = folders["looping"] / "stage1_callbacks" / "loop.py"
     loop.write_text(
@@ -485,6 +489,9 @@ def test_grade_makes_one_table_and_a_csv_and_an_endless_loop_stops_no_one(
     )
     hollow_tests = folders["hollow"] / "tests" / "exercises" / "test_s1_loop.py"
     hollow_tests.write_text(HOLLOW, encoding="utf-8")
+    workflow = folders["hollow"] / handout.WORKFLOW  # a handout whose workflow gives it all
+    text = workflow.read_text(encoding="utf-8")
+    workflow.write_text(re.sub(r"command: .*", "command: 'true'", text), encoding="utf-8")
     capsys.readouterr()
     table = tmp_path / "class.csv"
     argv = ["grade", "s1-loop", *map(str, folders.values()), "--csv", str(table)]
@@ -499,13 +506,20 @@ def test_grade_makes_one_table_and_a_csv_and_an_endless_loop_stops_no_one(
     assert rows[str(folders["unsolved"])] == ["0", "0", "0", "0/3", "-"]
     assert rows[str(folders["looping"])] == ["0", "0", "0", "0/3", "-"]
     hollow = rows[str(folders["hollow"])]
-    assert hollow[:5] == ["0", "0", "0", "0/3", "tests/exercises/test_s1_loop.py"]
+    assert hollow[:4] == ["0", "0", "0", "0/3"]  # the repository's tests judged it
+    assert " ".join(hollow[4:]) == (
+        f"{handout.WORKFLOW} (changed), tests/exercises/test_s1_loop.py (changed)"
+    )
     with table.open(encoding="utf-8", newline="") as file:
         lines = list(csv.reader(file))
     assert lines[0][0] == "folder" and lines[0][-2:] == ["total", "max"]
     assert [line[0] for line in lines[1:]] == [str(f) for f in folders.values()]
     assert [line[-2:] for line in lines[1:]] == [["3", "3"], ["0", "3"], ["0", "3"], ["0", "3"]]
-    assert "test_s1_loop.py (changed)" in lines[4][lines[0].index("tampered")]
+    tampered = lines[4][lines[0].index("tampered")].split("; ")
+    assert tampered == [
+        f"{handout.WORKFLOW} (changed)",
+        "tests/exercises/test_s1_loop.py (changed)",
+    ]
 
 
 def test_grade_names_a_folder_that_is_no_workspace_and_goes_on(

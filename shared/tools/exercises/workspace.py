@@ -2,8 +2,9 @@
 
 A workspace holds the crawlers' code (shared/ and the three stages), pyproject.toml
 (pytest's settings), the tests that judge the exercise with the conftest files they
-rely on, the exercise's README as INSTRUCTIONS.md, and a marker file, `.exercise.json`,
-that names the exercise and counts the hints shown.  The reference solution is never
+rely on, the exercise's README as INSTRUCTIONS.md, a marker file, `.exercise.json`,
+that names the exercise and counts the hints shown, and the manifest of the files that
+judge the exercise (manifest.py).  The reference solution is never
 copied: `solve` takes it from the repository's files when asked.
 """
 
