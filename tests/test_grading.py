@@ -363,6 +363,19 @@ def test_a_handout_is_a_repository_for_students(
     assert "not empty" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_s_instructions_are_rewritten_for_the_handout(name: str) -> None:
+    """No nox, no out/, and each `python -m` names a module the handout has."""
+    text = handout.rewrite(exercise_of(name).instructions.read_text(encoding="utf-8"))
+    assert "nox" not in text and "out/exercises" not in text
+    assert "python -m shared.tools.exercises check " + name in " ".join(text.split())
+    for module in set(re.findall(r"python -m ([\w.]+)", text)):
+        as_path = ROOT / module.replace(".", "/")
+        assert as_path.with_suffix(".py").is_file() or (as_path / "__main__.py").is_file()
+        assert module.partition(".")[0] in checking.PACKAGES  # copied into every handout
+        assert not module.startswith("shared.tools.exercises.")
+
+
 def workflow_steps(text: str) -> list[dict[str, str]]:
     """The steps of the handout's workflow, in order: each key and its one-line value."""
     steps: list[dict[str, str]] = []

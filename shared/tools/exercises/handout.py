@@ -63,7 +63,7 @@ def rewrite(text: str) -> str:
     text = text.replace("nox -s show --", "python -m shared.tools.show")
     text = text.replace("nox -s compare", "python -m shared.tools.bench.compare")
     text = re.sub(
-        r"the repository's `\.nox/exercise/bin/python`",
+        r"the repository's\s+`\.nox/exercise/bin/python`",
         "the one you installed requirements.txt into",
         text,
     )
