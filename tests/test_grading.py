@@ -353,6 +353,9 @@ def test_a_handout_is_a_repository_for_students(
     assert (folder / "shared/tools/exercises/s1-loop/exercise.toml").is_file()
     assert not (folder / "shared/tools/exercises/s2-step").exists()
     assert "raise NotImplementedError" in (folder / "stage1_callbacks/loop.py").read_text()
+    ran = run_tool(folder, ["hint", "s1-loop"])  # the handout is its own workspace
+    assert ran.returncode == 0 and ran.stdout.startswith("hint 1 of ")
+    assert json.loads((folder / ".exercise.json").read_text())["hints_shown"] == 1
     ran = run_tool(folder, ["solve", "s1-loop"])
     assert ran.returncode == 2 and "not in a handout" in ran.stderr
     for verb in (["grade", "s1-loop", "."], ["handout", "s1-loop", "elsewhere"]):

@@ -12,6 +12,7 @@ hashes then covers the tool, the workflow and requirements.txt too.
 from __future__ import annotations
 
 import re
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -80,7 +81,7 @@ def readme(exercise: Exercise) -> str:
     return f"""\
 # {name}: {exercise.idea}
 
-{exercise.summary}
+{textwrap.fill(exercise.summary, 88)}
 
 This repository holds three web crawlers (`stage1_callbacks/`, `stage2_generators/`,
 `stage3_asyncio/`, and the code they share in `shared/`) with the functions of this
