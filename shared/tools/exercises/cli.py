@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from shared.tools.exercises import checking, grading, handout, manifest, reports, workspace
+from shared.tools.exercises import checking, grading, handout, reports, workspace
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import (
     ROOT,
@@ -162,10 +162,7 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     workspace.require_workspace(exercise, folder, how)
     # From the repository, its files judge; in a handout, the manifest vouches for its own.
     pristine = None if workspace.in_handout() else ROOT
-    extra = handout.protected(exercise) if pristine and handout.is_handout(folder) else None
-    expected, missing = manifest.expected_digests(exercise, folder, pristine, extra)
-    # Without a manifest, a handout has nothing to compare with: that alone is the report.
-    tampered = missing or manifest.tampered(folder, expected, manifest.WATCHED)
+    tampered = grading.tampering(exercise, folder, pristine)
     if tampered and pristine is None:  # the test module may be the one changed: ask the README
         tasks = sorted(task_titles(exercise.instructions.read_text(encoding="utf-8")))
     else:

@@ -32,11 +32,16 @@ class Row:
     problem: str = ""  # why the folder could not be graded, or what else went wrong
 
 
-def tampering(exercise: Exercise, folder: Path) -> list[str]:
-    """What the folder changed among the files that judge (and a handout's own files)."""
-    extra = handout.protected(exercise) if handout.is_handout(folder) else None
-    expected, _ = manifest.expected_digests(exercise, folder, ROOT, extra)
-    return manifest.tampered(folder, expected, manifest.WATCHED)
+def tampering(exercise: Exercise, folder: Path, pristine: Path | None = ROOT) -> list[str]:
+    """What the folder changed among the files that judge (and a handout's own files).
+
+    ``pristine`` is the repository, whose files count beside the manifest's; None when
+    the tool runs in a handout, where the manifest alone decides, and where a missing
+    manifest leaves nothing to compare with: that alone is the report.
+    """
+    extra = handout.protected(exercise) if pristine and handout.is_handout(folder) else None
+    expected, missing = manifest.expected_digests(exercise, folder, pristine, extra)
+    return missing or manifest.tampered(folder, expected, manifest.WATCHED)
 
 
 def grade_one(exercise: Exercise, given: Path, time_limit: float, total_limit: float) -> Row:
