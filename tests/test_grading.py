@@ -458,11 +458,16 @@ def test_the_handout_s_own_workflow_gives_0_unsolved_and_every_point_solved(
     exercise = exercise_of(name)
     folder = tmp_path / "handout"
     assert main(["handout", name, str(folder)]) == 0
+    for target in exercise.replace:
+        text = (folder / target.path).read_text(encoding="utf-8")
+        assert f"write {target.qualname} (see INSTRUCTIONS.md)" in text, f"{target} not emptied"
     python_bin = Path(sys.executable).parent
     assert run_workflow(folder, python_bin, install=False) == 0
     assert results_files(folder, name, python_bin, tmp_path) == (0, 0)
     assert main(["solve", name, "--in", str(folder)]) == 0  # from the repository, as on a workspace
     capsys.readouterr()
+    for target in exercise.replace:  # the reference, byte for byte
+        assert (folder / target.path).read_bytes() == (ROOT / target.path).read_bytes()
     most = full_marks(exercise)
     assert run_workflow(folder, python_bin, install=False) == most
     assert results_files(folder, name, python_bin, tmp_path) == (most, most)
