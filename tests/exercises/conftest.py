@@ -1,7 +1,7 @@
 """The exercises' tests: a time limit on every test, and results by task for `check`.
 
 Each test here judges one numbered task of an exercise (`@pytest.mark.task(taskno=N)`).
-This plugin, active for the tests in this folder only, does three things:
+This plugin, active for the tests in this folder only, does four things:
 
 - It bounds every test in time.  A student's endless loop, or a select() that nothing
   will ever wake, becomes a failed test that says so, instead of a check that never
@@ -13,6 +13,7 @@ This plugin, active for the tests in this folder only, does three things:
 - Under `check` again, it proves that the code under test came from the workspace and
   not from the repository: it records the file of every module of the crawlers that
   was imported, and stops the run if one lies outside the workspace.
+- Under `check --task N`, it keeps task N's tests and leaves the others out.
 
 The names of the environment variables are the tool's (shared/tools/exercises/checking.py),
 written twice because a workspace has this file but not the tool.
