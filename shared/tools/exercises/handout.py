@@ -22,7 +22,7 @@ from shared.tools.exercises.catalog import EXERCISES, ROOT, Exercise, task_title
 TOOL = "python -m shared.tools.exercises"  # how the tool runs in a handout
 WORKFLOW = ".github/workflows/classroom.yml"
 #: Test dependencies the exercises do not need: selenium drives a browser for tests/test_show.py.
-NOT_NEEDED = ("selenium",)
+NOT_NEEDED = ("selenium", "pyyaml")
 PYTHON = "3.12"  # the Python of the Classroom workflow
 STAGE_PACKAGES = {
     "stage1": "stage1_callbacks",
@@ -41,10 +41,22 @@ __pycache__/
 
 
 def requirements() -> str:
-    """requirements.txt: the crawlers' dependencies and the tests', from pyproject.toml."""
+    """requirements.txt: the crawlers' dependencies and the checks', from pyproject.toml.
+
+    The checks' are the dependency group `check` where there is one, else `test`, less
+    what only the repository's own suite needs.
+    """
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    wanted = project["project"]["dependencies"] + project["dependency-groups"]["test"]
-    kept = [spec for spec in wanted if not spec.startswith(NOT_NEEDED)]
+    groups = project["dependency-groups"]
+
+    def group(name: str) -> list[str]:
+        specs: list[str] = []
+        for entry in groups[name]:  # a spec, or {include-group = "other"} (PEP 735)
+            specs += group(entry["include-group"]) if isinstance(entry, dict) else [entry]
+        return specs
+
+    wanted = project["project"]["dependencies"] + group("check" if "check" in groups else "test")
+    kept = [spec for spec in wanted if not spec.lower().startswith(NOT_NEEDED)]
     return "# Everything the checks need: python -m pip install -r requirements.txt\n" + "".join(
         f"{spec}\n" for spec in kept
     )
@@ -63,8 +75,10 @@ def rewrite(text: str) -> str:
     text = text.replace("nox -s diff --", "python -m shared.tools.sidebyside")
     text = text.replace("nox -s show --", "python -m shared.tools.show")
     text = text.replace("nox -s compare", "python -m shared.tools.bench.compare")
+    # "such as the repository's `.nox/NAME/bin/python` (on Windows `...python.exe`)"
     text = re.sub(
-        r"the repository's\s+`\.nox/exercise/bin/python`",
+        r"the repository's\s+`\.nox/[\w-]+/bin/python`"
+        r"(?:,\s+on\s+Windows\s+`[^`]*`|\s+\(on\s+Windows\s+`[^`]*`\))?",
         "the one you installed requirements.txt into",
         text,
     )

@@ -51,8 +51,7 @@ def _files_under(root: Path, folder: str) -> list[str]:
 
 def judging_files(exercise: Exercise, root: Path = ROOT) -> list[str]:
     """The files that judge the exercise, as ``root`` (the repository) has them."""
-    testsite = [p for p in _files_under(root, TESTSITE) if p.endswith(".py")]
-    return [*JUDGING, exercise.tests, *exercise.support, *testsite]
+    return [*JUDGING, exercise.tests, *exercise.support, *_files_under(root, TESTSITE)]
 
 
 def hashes(root: Path, paths: Iterable[str]) -> dict[str, str]:
