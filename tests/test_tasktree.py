@@ -166,3 +166,30 @@ def test_the_shape_is_format_call_graphs() -> None:
         "      + Call stack:",
         "      |   File 'm.py', line 7, in async main()",
     ]
+
+
+def test_on_python_314_stage3s_tree_is_asyncios_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where asyncio has format_call_graph (3.14), each task's block is asyncio's words."""
+    import asyncio
+
+    from shared import tasktree
+
+    asked: list[str] = []
+
+    def format_call_graph(task: asyncio.Task[None]) -> str:
+        asked.append(task.get_name())
+        return f"* Task(name={task.get_name()!r}) in asyncio's words"
+
+    monkeypatch.setattr(asyncio, "format_call_graph", format_call_graph, raising=False)
+
+    async def main() -> str:
+        waiter = asyncio.create_task(asyncio.sleep(10), name="sleeper")
+        await asyncio.sleep(0)
+        try:
+            return tasktree.task_tree()
+        finally:
+            waiter.cancel()
+
+    tree = asyncio.run(main())
+    assert len(asked) == 2 and "sleeper" in asked  # every task, the main one too
+    assert "* Task(name='sleeper') in asyncio's words\n" in tree
