@@ -234,7 +234,8 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
                 interrupt.at_first_press.remove(hook)
             if trace_events and args.trace_events:
                 size = trace_events.write(args.trace_events)
-                print(f"wrote {args.trace_events} ({size / 1e6:.1f} MB)", file=sys.stderr)
+                if not args.quiet:
+                    print(f"wrote {args.trace_events} ({size / 1e6:.1f} MB)", file=sys.stderr)
         extra = timeline.to_json() if timeline else None
         if args.json and args.json != "-":  # first: the file must not depend on a pipe
             with open(args.json, "w", encoding="utf-8") as out:
