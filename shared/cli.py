@@ -211,6 +211,17 @@ def roots_or_test_site(
         yield [base_url]
 
 
+def write_trace_events(trace: TraceEvents, path: str, quiet: bool) -> None:
+    """Write the --trace-events file; a file that cannot be written costs the crawl nothing."""
+    try:
+        size = trace.write(path)
+    except OSError as exc:
+        print(f"--trace-events {path}: cannot write it: {exc}", file=sys.stderr)
+        return
+    if not quiet:
+        print(f"wrote {path} ({size / 1e6:.1f} MB)", file=sys.stderr)
+
+
 def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     """Run a stage's ``crawl`` from the command line; return the exit status."""
     args, options = parse_args(f"python -m {stage}", argv)
@@ -233,9 +244,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
             for hook in hooks:
                 interrupt.at_first_press.remove(hook)
             if trace_events and args.trace_events:
-                size = trace_events.write(args.trace_events)
-                if not args.quiet:
-                    print(f"wrote {args.trace_events} ({size / 1e6:.1f} MB)", file=sys.stderr)
+                write_trace_events(trace_events, args.trace_events, args.quiet)
         extra = timeline.to_json() if timeline else None
         if args.json and args.json != "-":  # first: the file must not depend on a pipe
             with open(args.json, "w", encoding="utf-8") as out:

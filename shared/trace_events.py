@@ -31,6 +31,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -308,8 +309,8 @@ class TraceEvents(Tracer):
         """Write the trace to path (what was recorded so far); return its size in bytes."""
         self.finish()
         text = json.dumps(self.to_json(), separators=(",", ":"))
-        with open(path, "w", encoding="utf-8") as out:
-            out.write(text)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)  # out/ on a fresh clone
+        Path(path).write_text(text, encoding="utf-8")
         return len(text)
 
 
