@@ -163,7 +163,7 @@ class TraceEvents(Tracer):
         self.finish()  # an earlier crawl left unfinished (it raised): close what it left open
         super().crawl_started(crawler)
         self.pid += 1
-        self.tids, self.waits, self.counters, self.in_flight = {}, {}, {}, 0
+        self.tids, self.keep, self.waits, self.counters, self.in_flight = {}, [], {}, {}, 0
         self.meta("process_name", LOOP_TID, crawler.stage)
         self.meta("process_sort_index", LOOP_TID, self.pid, "sort_index")
         self.meta("thread_name", LOOP_TID, "event loop: select()")
