@@ -350,7 +350,10 @@ def test_every_undo_takes_back_exactly_what_the_lab_did(path: Path) -> None:
         saved = re.search(r"Save this script as\s+`(out/labs/\w+\.py)`", text)
         assert saved, "a lab with no diff says where to save its script"
         assert f"rm {saved[1]}" in undo
-        assert any(command[0] == saved[1] for command in commands(text))
+        module = saved[1].removesuffix(".py").replace("/", ".")  # run as a module, or a file
+        assert any(
+            command[0] == saved[1] or command[:2] == ["-m", module] for command in commands(text)
+        )
     assert "git status" in undo
 
 
@@ -713,20 +716,21 @@ def test_lab6_in_process_the_deadlock_is_raised_at_once() -> None:
         loop.close()
 
 
-# --- lab 7: a crawl that hangs, and where every task waits --------------------------------
+# --- lab 8: a crawl that hangs, and where every task waits --------------------------------
 
 
 @pytest.mark.parametrize("package", ["stage2_generators", "stage3_asyncio"])
-def test_lab7_the_tree_says_robots_txt_waits_to_read_and_worker0_waits_for_it(
+def test_lab8_the_tree_says_robots_txt_waits_to_read_and_worker0_waits_for_it(
     package: str, tmp_path: Path
 ) -> None:
     """The guide's silent server and crawl: SIGUSR1, then Ctrl-C with -v, print the tree."""
-    text = guide("07-where-every-task-waits.md")
+    text = guide("08-where-every-task-waits.md")
     (script,) = blocks(text, "python")
     server_cmd, crawl_cmd = commands(text)
-    assert server_cmd[-1] == "&" and crawl_cmd[:2] == ["-m", "stage2_generators"]
+    assert server_cmd[:2] == ["-m", "out.labs.silent"] and server_cmd[-1] == "&"
+    assert crawl_cmd[:2] == ["-m", "stage2_generators"]
     assert "-v" in crawl_cmd and "--timeout" in crawl_cmd
-    path = tmp_path / Path(server_cmd[0]).name
+    path = tmp_path / "silent.py"
     path.write_text(script, "utf-8")
     with processes() as start:
         server = start([str(path), "0"], tmp_path / "server")  # any free port, not 8007
