@@ -165,11 +165,14 @@ def dump(*_: object) -> None:
 def on_sigusr1() -> Iterator[None]:
     """During the block, SIGUSR1 prints the task tree (where the system has that signal)."""
     sigusr1 = getattr(signal, "SIGUSR1", None)
-    if sigusr1 is None:  # Windows
+    try:
+        previous = signal.signal(sigusr1, dump) if sigusr1 is not None else False
+    except ValueError:  # not the main thread, which alone may set a signal handler
+        previous = False
+    if previous is False or sigusr1 is None:  # Windows, or off the main thread: no asking
         yield
         return
-    previous = signal.signal(sigusr1, dump)
     try:
         yield
     finally:
-        signal.signal(sigusr1, previous)
+        signal.signal(sigusr1, signal.SIG_DFL if previous is None else previous)
