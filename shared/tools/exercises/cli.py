@@ -15,7 +15,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from shared.tools.exercises import checking, workspace
+from shared.tools.exercises import answers, checking, workspace
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import Exercise, ExerciseError, all_exercises, find
 
@@ -62,6 +62,7 @@ def parser() -> argparse.ArgumentParser:
     solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
     solve.add_argument("name", metavar="NAME")
     solve.add_argument("--in", dest="folder", type=Path, metavar="DIR")
+    solve.add_argument("--task", type=int, metavar="N", help="only task N's reference")
     return top
 
 
@@ -147,11 +148,14 @@ def do_hint(exercise: Exercise) -> int:
     return 0
 
 
-def do_solve(exercise: Exercise, given: Path | None) -> int:
-    """`solve`: the reference bodies in, the diff out."""
+def do_solve(exercise: Exercise, given: Path | None, task: int | None = None) -> int:
+    """`solve`: the reference bodies in (all, or task ``task``'s), the diff out."""
     folder, how = folder_of(exercise.name, given)
     workspace.require_workspace(exercise, folder, how)
-    diff, notes = workspace.solve(exercise, folder)
+    tasks = answers.load(exercise).tasks
+    if task is not None and task not in tasks:
+        raise Usage(f"{exercise.name} has no task {task}; its tasks: {', '.join(map(str, tasks))}")
+    diff, notes = workspace.solve(exercise, folder, task)
     for note in notes:
         print(f"note: {note}")
     if not diff:
@@ -190,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             return do_check(exercise, args)
         if args.verb == "hint":
             return do_hint(exercise)
-        return do_solve(exercise, args.folder)
+        return do_solve(exercise, args.folder, args.task)
     except Usage as error:
         print(error, file=sys.stderr)
         show_list(names_only=False)
