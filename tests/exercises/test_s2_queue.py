@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
+
+NOT_WOKEN = "a getter nobody wakes: put_nowait() wakes the futures in self._getters; "
 
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
@@ -49,8 +51,9 @@ def test_get_waits_while_the_queue_is_empty(loop: EventLoop) -> None:
         events.append("got")
         return item
 
-    assert run(loop, consumer()) == "item"
-    assert events == ["put", "got"]
+    item = run(loop, consumer(), explain=lambda: NOT_WOKEN)
+    assert item == "item", f"get() returned {item!r}, not the item put"
+    assert events == ["put", "got"], f"the events were {events}: get() must wait for the put"
 
 
 @pytest.mark.task(taskno=1)
@@ -68,7 +71,10 @@ def test_a_getter_that_finds_the_item_gone_waits_again(loop: EventLoop) -> None:
         q.put_nowait(1)
         yield from sleep(0.01)
         assert got == [1]
-        assert [first.done(), second.done()].count(True) == 1, "both or neither finished"
+        assert [first.done(), second.done()].count(True) == 1, (
+            "both getters or neither finished: a getter woken for an item another took must "
+            "wait again (a while, not an if)"
+        )
         q.put_nowait(2)
         yield from first
         yield from second
@@ -106,15 +112,16 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
 def test_task_done_counts_each_item_once(loop: EventLoop) -> None:
     """One task_done() per item put; one more is a bug, and says so with ValueError."""
     q: Queue[int] = Queue()
-    with pytest.raises(ValueError):
+    too_many = "task_done() with no unfinished item must raise ValueError"
+    with raises(ValueError, too_many):
         q.task_done()  # nothing was put
     q.put_nowait(1)
     q.put_nowait(2)
-    assert run(loop, q.get()) == 1
+    assert run(loop, q.get()) == 1, "get() must return the first item put"
     q.task_done()
-    assert run(loop, q.get()) == 2
+    assert run(loop, q.get()) == 2, "get() must return the second item put"
     q.task_done()
-    with pytest.raises(ValueError):
+    with raises(ValueError, too_many):
         q.task_done()
 
 
@@ -124,7 +131,7 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
     q: Queue[int] = Queue()
     q.put_nowait(1)
     q.task_done()  # allowed: one item was put
-    with pytest.raises(ValueError):
+    with raises(ValueError, "task_done() with no unfinished item must raise ValueError"):
         q.task_done()
     assert run(loop, q.get()) == 1, "task_done() must not remove the item"
 
@@ -136,11 +143,12 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
 def test_join_returns_at_once_when_no_work_is_unfinished(loop: EventLoop) -> None:
     """Nothing put, or everything done: join() has nothing to wait for."""
     q: Queue[int] = Queue()
-    run(loop, q.join())
+    at_once = "join() waited with no unfinished work: it must return at once; "
+    run(loop, q.join(), explain=lambda: at_once)
     q.put_nowait(1)
     run(loop, q.get())
     q.task_done()
-    run(loop, q.join())
+    run(loop, q.join(), explain=lambda: at_once)
 
 
 @pytest.mark.task(taskno=3)
@@ -163,9 +171,10 @@ def test_join_wakes_on_the_last_task_done_and_not_before(loop: EventLoop) -> Non
             yield from q.get()
             q.task_done()
         yield from waiting
-        assert joined == ["joined"]
+        assert joined == ["joined"], "join() did not return after the last task_done()"
 
-    run(loop, main())
+    never_woken = "join() was never woken: the last task_done() must wake the joiners; "
+    run(loop, main(), explain=lambda: never_woken)
 
 
 @pytest.mark.task(taskno=3)
