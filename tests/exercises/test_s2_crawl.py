@@ -49,14 +49,29 @@ class Watched(Crawler):
         error = self.worker_errors[0]
         return f"a worker ended with {type(error).__name__}: {error}; then "
 
+    def stuck(self) -> str:
+        """Why a crawl may never end, as the start of a failure message."""
+        return self.news() or (
+            "the queue's work never ended: a worker takes URL after URL, and each q.get() "
+            "needs its q.task_done(), even when the fetch raises; "
+        )
+
 
 def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
     """Run the crawler's crawl() on `loop` to its end and return its result."""
-    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.news)
+    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.stuck)
     return crawler.result()
 
 
 SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers
+NEVER_ENDED = (
+    "crawl() never returned: it joins the queue, then cancels each worker and waits for it; "
+)
+
+
+def crawl_stand_in(loop: EventLoop, crawler: Crawler) -> None:
+    """Run a stand-in crawler's crawl(), saying what crawl() must do if it never ends."""
+    run(loop, crawler.crawl(), explain=lambda: NEVER_ENDED)
 
 
 class StandIn(Crawler):
@@ -103,7 +118,7 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done(loop: EventLoop
     """Every item put, the roots and all they lead to, is finished before crawl() returns."""
     roots = ["http://one.invalid/", "http://two.invalid/"]
     crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
-    run(loop, crawler.crawl())
+    crawl_stand_in(loop, crawler)
     assert crawler.started == 3, f"{crawler.started} workers started, not max_tasks = 3"
     expected = {root + "".join(path) for root in roots for path in paths(3)}
     assert sorted(crawler.finished) == sorted(expected)
@@ -121,7 +136,7 @@ def paths(depth: int) -> list[str]:
 def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
     """Before the workers start: the queue, no robots.txt fetch yet, no host's slots yet."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=2, max_redirect=0))
-    run(loop, crawler.crawl())
+    crawl_stand_in(loop, crawler)
     assert crawler.shared == [("Queue", "dict", "dict")] * 2, f"types of {SHARED}"
     assert crawler.robots_known == [{}, {}], "robots_tasks must start empty"
 
@@ -130,7 +145,7 @@ def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
 def test_crawl_cancels_the_workers_and_waits_for_them(loop: EventLoop) -> None:
     """When join() returns, the idle workers are cancelled, and crawl() waits for each."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=4, max_redirect=2))
-    run(loop, crawler.crawl())
+    crawl_stand_in(loop, crawler)
     assert len(crawler.finished) == 7
     assert crawler.stopped == 4, (
         f"crawl() returned with {4 - crawler.stopped} of 4 workers not yet stopped"

@@ -12,12 +12,12 @@ from typing import TypeVar
 import pytest
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
-NOT_WOKEN = "a getter nobody wakes: put_nowait() wakes the futures in self._getters; "
-
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.tasks import Task, sleep
+
+NOT_WOKEN = "a getter nobody wakes: put_nowait() wakes the futures in self._getters; "
 
 T = TypeVar("T")
 

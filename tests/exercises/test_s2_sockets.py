@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
@@ -22,6 +22,7 @@ from stage2_generators.sockets import _when_ready, sock_connect, sock_recv, sock
 from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
+WRITABLE = "a connect ends when the socket turns writable (not readable): wait for that; "
 
 
 @pytest.fixture
@@ -129,9 +130,16 @@ def test_a_call_that_would_block_waits_for_the_next_wake_up(
             raise BlockingIOError("not yet")
         return "third time"
 
-    assert run(loop, _when_ready(ours, False, attempt)) == "third time"
-    assert len(calls) == 3
-    assert loop.remove_reader(ours) is False
+    try:
+        outcome = run(loop, _when_ready(ours, False, attempt))
+    except BlockingIOError:
+        pytest.fail(
+            "attempt() raised BlockingIOError and the wait ended: it means the socket would "
+            "block after all, so wait for the next wake-up"
+        )
+    assert outcome == "third time", f"the wait ended with {outcome!r}, not attempt()'s result"
+    assert len(calls) == 3, f"attempt() ran {len(calls)} times, not 3"
+    assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
 
 
 @pytest.mark.task(taskno=1)
@@ -174,7 +182,8 @@ def test_connect_to_a_listening_server(loop: EventLoop) -> None:
     """The connect completes on the loop; then the socket carries data both ways."""
     with socket.create_server(("127.0.0.1", 0)) as listener, socket.socket() as sock:
         sock.setblocking(False)
-        assert run(loop, sock_connect(sock, listener.getsockname())) is None
+        connected = run(loop, sock_connect(sock, listener.getsockname()), explain=lambda: WRITABLE)
+        assert connected is None, f"sock_connect returned {connected!r}, not None"
         conn, _ = listener.accept()  # the handshake is complete: accept() does not block
         with conn:
             assert sock.getpeername() == listener.getsockname()
@@ -188,8 +197,12 @@ def test_a_refused_connect_raises_connection_refused(loop: EventLoop) -> None:
     """Writable means the handshake ended, not that it worked: the error comes from SO_ERROR."""
     with socket.socket() as sock:
         sock.setblocking(False)
-        with pytest.raises(ConnectionRefusedError):
-            run(loop, sock_connect(sock, ("127.0.0.1", closed_port())))
+        refused = (
+            "a refused connect must raise ConnectionRefusedError: writable means the handshake "
+            "ended, and SO_ERROR says how"
+        )
+        with raises(ConnectionRefusedError, refused):
+            run(loop, sock_connect(sock, ("127.0.0.1", closed_port())), explain=lambda: WRITABLE)
         assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
 
 
