@@ -12,13 +12,12 @@ import importlib
 import itertools
 import socket
 import statistics
-from typing import Any
 
 import pytest
 
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
-from shared.testsite import Expected, Site, serve
+from shared.testsite import Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 
 # Each stage is a task of its own: task 1 is stage 1, and so on.
 STAGES = [
@@ -28,28 +27,6 @@ STAGES = [
 ]
 DELAY = 0.1
 SLACK = 0.02  # the network may shift one arrival by a little
-
-
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on the order)."""
-    error = stat.error is not None
-    return (stat.status, stat.next_url, stat.content_type, stat.num_urls, stat.tries, error)
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    return (exp.status, exp.next_url, exp.content_type, exp.num_urls, exp.tries, exp.error)
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The crawl recorded exactly the oracle's URLs, each as the oracle says."""
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = {
-        url: (fields(stat), expected_fields(expected[url]))
-        for url, stat in result.by_url().items()
-        if fields(stat) != expected_fields(expected[url])
-    }
-    assert not wrong, f"records differ from the oracle (got, expected): {wrong}"
 
 
 @pytest.mark.parametrize("package", STAGES)

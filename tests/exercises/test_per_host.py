@@ -10,13 +10,12 @@ at most; the records must be the site's oracle's, whatever the limit.
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 import pytest
 
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
-from shared.testsite import Expected, Site, loopback_hosts, serve_hosts
+from shared.testsite import Site, loopback_hosts, serve_hosts
+from shared.testsite.oracle import assert_matches_oracle
 
 # Each stage is a task of its own: task 1 is stage 1, and so on.
 STAGES = [
@@ -25,28 +24,6 @@ STAGES = [
     pytest.param("stage3_asyncio", marks=pytest.mark.task(taskno=3), id="stage3"),
 ]
 HOSTS = loopback_hosts(3)  # 127.0.0.1, 127.0.0.2 and 127.0.0.3
-
-
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on the order)."""
-    error = stat.error is not None
-    return (stat.status, stat.next_url, stat.content_type, stat.encoding, stat.num_urls, error)
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    return (exp.status, exp.next_url, exp.content_type, exp.encoding, exp.num_urls, exp.error)
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The crawl recorded exactly the oracle's URLs, each as the oracle says."""
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = {
-        url: (fields(stat), expected_fields(expected[url]))
-        for url, stat in result.by_url().items()
-        if fields(stat) != expected_fields(expected[url])
-    }
-    assert not wrong, f"records differ from the oracle (got, expected): {wrong}"
 
 
 def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, int]:

@@ -19,9 +19,10 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import BaseCrawler, Options
-from shared.report import CrawlResult, FetchStatistic
+from shared.report import FetchStatistic
 from shared.responses import Response
-from shared.testsite import Expected, Site, serve
+from shared.testsite import Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 
 ROOT = "http://127.0.0.1:8080/"  # never contacted: these responses are made up
 HTML = {"content-type": "text/html; charset=utf-8"}
@@ -54,45 +55,6 @@ def redirect(status: int, location: str | None, body: bytes = b"") -> Response:
 
 
 # --- the oracle's view of a record ---------------------------------------------------------
-
-
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    """The same fields, as the test site's oracle predicts them."""
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = [
-        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
-        for url, stat in sorted(result.by_url().items())
-        if fields(stat) != expected_fields(expected[url])
-    ]
-    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
 
 
 # --- Task 1: a page and its links ----------------------------------------------------------

@@ -25,9 +25,9 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
 from shared.resolver import Resolver
-from shared.testsite import Expected, ServerTLS, Site, serve
+from shared.testsite import ServerTLS, Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Crawler, Fetcher
 from stage1_callbacks.loop import Callback, EventLoop
@@ -190,44 +190,6 @@ def no_errors(crawler: Harness) -> str:
 # --- the oracle's view of a record ---------------------------------------------------------
 
 
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    """The same fields, as the test site's oracle predicts them."""
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = [
-        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
-        for url, stat in sorted(result.by_url().items())
-        if fields(stat) != expected_fields(expected[url])
-    ]
-    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
-
-
 def spy(
     monkeypatch: pytest.MonkeyPatch, name: str, calls: list[str]
 ) -> Callable[[Fetcher, Any, int], None]:
@@ -379,5 +341,7 @@ def test_an_https_connect_goes_on_to_the_tls_handshake(
     with serve(site, tls=test_ca) as base:
         options = Options(cafile=test_ca.cafile, ignore_robots=True)
         result = stage1_callbacks.crawl([base], options)
+        assert set(handshakes) == result.urls, (
+            "an https fetch did not go through _on_handshake: wrap the socket in TLS first"
+        )
         assert_matches_oracle(result, site.expected(base, ignore_robots=True))
-    assert set(handshakes) == result.urls, "every https fetch went through _on_handshake"
