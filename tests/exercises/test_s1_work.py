@@ -20,6 +20,7 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import Options, host_key
+from shared.report import CrawlResult
 from shared.resolver import Resolver
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
@@ -70,7 +71,7 @@ def closed_port_url() -> str:
 
 # --- no crawl hangs ------------------------------------------------------------------------
 
-CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
+CRAWL_LIMIT_S = 5.0  # far above what a right answer takes; a wrong one may wait forever
 
 
 class CrawlTooLong(BaseException):
@@ -91,12 +92,23 @@ def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
             self.call_later(CRAWL_LIMIT_S, self.expire)
 
         def expire(self) -> None:
-            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+            raise CrawlTooLong(
+                f"the crawl had not ended after {CRAWL_LIMIT_S} s: when a fetch finishes, "
+                "finished() must make room and call self.work() to start the next"
+            )
 
     monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
 
 
 # --- the oracle's view of a record ---------------------------------------------------------
+
+
+def assert_root_crawled(result: CrawlResult, base: str) -> None:
+    """The root page, parked while its robots.txt was fetched, was crawled in the end."""
+    assert any(url.rstrip("/") == base.rstrip("/") for url in result.urls), (
+        "the root page was never fetched: the pages parked for a robots.txt go back to the "
+        "front of the queue when its fetch finishes"
+    )
 
 
 # --- Task 1: work() -----------------------------------------------------------------------
@@ -111,7 +123,10 @@ def test_work_starts_fetches_in_queue_order_up_to_max_tasks() -> None:
     try:
         crawler.work()
         assert list(crawler.fetchers) == urls[:3], "the first three, taken from the left"
-        assert queued(crawler) == urls[3:], "the rest wait in the queue"
+        assert queued(crawler) == urls[3:], (
+            f"{len(crawler.fetchers)} fetches started: at most max_tasks = 3, the rest wait in "
+            "the queue"
+        )
         crawler.work()
         assert list(crawler.fetchers) == urls[:3], "no room, so nothing more starts"
         crawler.end(urls[0])
@@ -175,6 +190,7 @@ def test_each_finished_fetch_starts_the_next_and_max_tasks_is_kept() -> None:
     site = Site(pages=40, traps=False, latency=0.05)
     with serve(site) as base:
         result = stage1_callbacks.crawl([base], Options(max_tasks=4))
+        assert_root_crawled(result, base)
         assert_matches_oracle(result, site.expected(base))
     assert site.max_in_flight == 4, f"the server saw {site.max_in_flight} requests at once"
 
@@ -185,6 +201,7 @@ def test_pages_parked_for_robots_txt_are_crawled_once_it_is_in() -> None:
     site = Site(pages=30, traps=False, robots="rules")
     with serve(site) as base:
         result = stage1_callbacks.crawl([base], Options(max_tasks=3))
+        assert_root_crawled(result, base)
         assert_matches_oracle(result, site.expected(base))
         assert next(iter(site.requests)) == "/robots.txt"
 
