@@ -217,6 +217,8 @@ def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) ->
         if s.error and (s.url not in expected or fields(s) != expected_fields(expected[s.url]))
     ]
     why = "; ".join(failed[:2]) if failed else "no fetch failed unforeseen"
+    empty = [s.error for s in result.fetches if (s.error or "").startswith("NotImplementedError")]
+    assert not empty, f"a function is still empty: {empty[0] if empty else ''}"
     assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
     missing, extra = set(expected) - result.urls, result.urls - set(expected)
     assert not missing and not extra, (

@@ -43,8 +43,13 @@ def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
     # shift by a connect's worth of time (one gap shrinks, the next grows).  So: the whole
     # span, and the typical gap, not the smallest one.
     span = arrived[-1] - arrived[0]
-    assert span >= len(gaps) * DELAY - SLACK, f"{len(arrived)} requests in {span:.3f} s"
-    assert statistics.median(gaps) >= DELAY - SLACK, f"gaps {[round(g, 3) for g in gaps]}"
+    assert span >= len(gaps) * DELAY - SLACK, (
+        f"{len(arrived)} requests in {span:.3f} s, not {DELAY} s apart: a fetch must wait "
+        "delay_before(url) before it starts"
+    )
+    assert statistics.median(gaps) >= DELAY - SLACK, (
+        f"the requests came {[round(g, 3) for g in gaps]} s apart, not {DELAY} s"
+    )
 
 
 @pytest.mark.parametrize("package", STAGES)
@@ -55,5 +60,8 @@ def test_a_try_again_waits_its_turn_too(package: str) -> None:
         probe.bind(("127.0.0.1", 0))
         root = f"http://127.0.0.1:{probe.getsockname()[1]}/"
     result = crawl([root], Options(max_tries=3, delay=DELAY))
-    assert {stat.url: stat.tries for stat in result.fetches} == {root + "robots.txt": 3, root: 3}
-    assert result.elapsed_s >= 5 * DELAY - SLACK, f"6 tries in {result.elapsed_s:.3f} s"
+    tries = {stat.url: stat.tries for stat in result.fetches}
+    assert tries == {root + "robots.txt": 3, root: 3}, f"the tries were {tries}, not 3 of each"
+    assert result.elapsed_s >= 5 * DELAY - SLACK, (
+        f"6 tries in {result.elapsed_s:.3f} s: every try waits its turn, {DELAY} s apart"
+    )

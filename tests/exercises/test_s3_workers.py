@@ -36,7 +36,10 @@ def run(work: Coroutine[Any, Any, T], limit: float = LIMIT_S) -> T:
         try:
             return await asyncio.wait_for(work, limit)
         except TimeoutError:
-            pytest.fail(f"still not done after {limit} s")
+            pytest.fail(
+                f"still not done after {limit} s: once q.join() returns, crawl() cancels each "
+                "worker (they wait at q.get() forever) and gathers them"
+            )
 
     return asyncio.run(limited())
 
@@ -70,9 +73,15 @@ async def crawl(crawler: Watched) -> CrawlResult:
         why = ""
         if crawler.worker_errors:
             error = crawler.worker_errors[0]
-            why = f"a worker ended with {type(error).__name__}: {error}"
+            why = (
+                f"a worker ended with {type(error).__name__}: {error}; a worker records a "
+                "page's error (record_bug) and takes the next URL"
+            )
         elif now - last > STALL_S or now - start > CRAWL_LIMIT_S:
-            why = f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s"
+            why = (
+                f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s; "
+                "each q.get() needs its q.task_done(), even when the fetch raises"
+            )
         if why:
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
