@@ -9,7 +9,9 @@ For every exercise (each has a file in shared/tools/exercises/teachers/exercises
 and the instructors' guide is the one its command makes from the catalogue.
 
 The first two run a `check` (a pytest subprocess) per wrong answer and per task, in one
-workspace per exercise.
+workspace per exercise, and ask no more of it than they need: a wrong answer's check runs
+its task's tests alone, and every check stops a task at its first failed test (two knobs
+of tests/exercises/conftest.py, set in the environment the check passes on).
 """
 
 from __future__ import annotations
@@ -59,10 +61,17 @@ def start(name: str, folder: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     return folder
 
 
+@pytest.fixture
+def first_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Checks made in this test stop each task at its first failed test."""
+    monkeypatch.setenv("EXERCISE_FIRST_FAILURE", "1")
+
+
 @pytest.mark.slow
+@pytest.mark.usefixtures("first_failure")
 @pytest.mark.parametrize("name", exercise_names())
 def test_every_wrong_answer_fails_its_task_with_the_words_that_name_it(
-    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exercise = catalog.find(name)
     assert exercise is not None, name
@@ -76,6 +85,7 @@ def test_every_wrong_answer_fails_its_task_with_the_words_that_name_it(
         solved = path.read_text(encoding="utf-8")
         body = known.wrong_body(mistake)
         path.write_text(put_bodies(solved, {mistake.edit.target.qualname: body}), "utf-8")
+        monkeypatch.setenv("EXERCISE_TASKS", str(mistake.task))  # its task's tests alone
         try:
             verdict, reason = check(name, folder, capsys).get(mistake.task, ("missing", ""))
         finally:
@@ -86,6 +96,7 @@ def test_every_wrong_answer_fails_its_task_with_the_words_that_name_it(
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("first_failure")
 @pytest.mark.parametrize("name", exercise_names())
 def test_solving_tasks_one_by_one_passes_exactly_the_tasks_solved(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -98,13 +109,17 @@ def test_solving_tasks_one_by_one_passes_exactly_the_tasks_solved(
     folder = start(name, tmp_path / name, capsys)
     for solved in tasks:
         assert main(["solve", name, "--in", str(folder), "--task", str(solved)]) == 0
+        if solved == tasks[-1]:
+            break  # all solved: the files are the repository's (below), which pass every task
         found = check(name, folder, capsys)
         passed = [n for n, (verdict, _) in found.items() if verdict == "passed"]
         expected = [n for n in tasks if n <= solved]
         assert passed == expected, (
             f"{name}: with tasks 1..{solved} solved, tasks {passed} passed, not {expected}: {found}"
         )
-    for target in exercise.replace:  # task by task, the whole reference is in at the end
+    # Task by task, the whole reference is in at the end: the same files as `solve` without
+    # --task gives, which pass every task (tests/test_exercises.py checks that).
+    for target in exercise.replace:
         assert (folder / target.path).read_bytes() == (ROOT / target.path).read_bytes(), (
             f"{name}: after every task's solve, {target.path} is not the repository's"
         )

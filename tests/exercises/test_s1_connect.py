@@ -232,7 +232,7 @@ def test_start_returns_at_once_while_the_connection_is_still_being_made(
     [stat] = crawler.result().fetches
     # The connection was never made: only the try's timer could end it.
     assert stat.error is not None and stat.error.startswith("TimeoutError"), stat
-    assert stat.tries == 1
+    assert stat.tries == 1, f"the failed connect was recorded as {stat}: one try"
 
 
 @pytest.mark.task(taskno=1)
@@ -243,7 +243,7 @@ def test_start_leaves_on_connected_waiting_for_the_socket_to_be_writable(
     calls: list[tuple[str, int, int]] = []
 
     def on_connected(self: Fetcher, key: Any, mask: int) -> None:
-        assert self.sock is not None
+        assert self.sock is not None, "start() kept no socket in self.sock"
         calls.append((self.url, mask, self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
         self.close()
         self.crawler.finished(self, [])
@@ -258,7 +258,9 @@ def test_start_leaves_on_connected_waiting_for_the_socket_to_be_writable(
         "the loop never called _on_connected: register the socket for EVENT_WRITE with"
         " self._on_connected"
     )
-    assert calls == [(base, EVENT_WRITE, 0)]
+    assert calls == [(base, EVENT_WRITE, 0)], (
+        f"the loop was asked for {calls}: register the socket for EVENT_WRITE, once"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -296,7 +298,7 @@ def test_a_name_that_does_not_resolve_is_a_failed_try() -> None:
     )
     [stat] = crawler.result().fetches
     assert stat.error is not None and stat.error.startswith("gaierror"), stat
-    assert stat.tries == 3
+    assert stat.tries == 3, f"{stat}: each of the 3 tries has its own socket and timer"
 
 
 # --- Task 2: _on_connected() --------------------------------------------------------------

@@ -310,7 +310,9 @@ def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket
     started = time.monotonic()
     result = stage1_callbacks.crawl([lingering_tls_server], options)
     [stat] = result.fetches
-    assert (stat.status, stat.size, stat.error) == (200, 5026, None)
+    assert (stat.status, stat.size, stat.error) == (200, 5026, None), (
+        f"the TLS page was recorded as {stat}: read until recv() would block"
+    )
     assert time.monotonic() - started < 4, "it waited for the timeout: read until WOULD_BLOCK"
 
 

@@ -185,11 +185,17 @@ def test_a_page_whose_parsing_raises_is_recorded_and_the_crawl_goes_on(
     with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         result = stage1_callbacks.crawl([base], OPTIONS)
     records = by_path(result, base)
-    assert set(records) == {"/", "/a", "/b", "/c", "/e"}
+    assert set(records) == {"/", "/a", "/b", "/c", "/e"}, (
+        f"the crawl recorded {sorted(records)}: the other pages must still be crawled"
+    )
     failed = records["/b"]
-    assert (failed.status, failed.error, failed.tries) == (None, "RuntimeError: parse error", 1)
-    assert all(records[path].status == 200 for path in ("/", "/a", "/c", "/e"))
-    assert not result.interrupted
+    assert (failed.status, failed.error, failed.tries) == (None, "RuntimeError: parse error", 1), (
+        f"the failed page was recorded as {failed}: its error, after one try"
+    )
+    assert all(records[path].status == 200 for path in ("/", "/a", "/c", "/e")), (
+        "a page other than the failed one was not crawled as a 200"
+    )
+    assert not result.interrupted, "the crawl was interrupted"
 
 
 @pytest.mark.task(taskno=1)
@@ -230,8 +236,10 @@ def test_fail_on_records_the_error_and_the_crawl_goes_on(default_site: tuple[Sit
     site, base = default_site
     result = stage1_callbacks.crawl([base], Options(fail_on="/traps/"))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
-    assert base + "traps/" in failed
-    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
+    assert base + "traps/" in failed, f"{base}traps/ was not recorded as failed with ParseError"
+    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed), (
+        "a failed page must be recorded with no status, after one try"
+    )
     pages = {url for url in site.expected(base) if "/p/" in url}
     assert pages <= result.urls, "the generated pages were crawled all the same"
 
@@ -258,11 +266,15 @@ def test_the_error_is_logged_with_its_url_and_its_traceback(
     assert logged, "no error was logged with the exception (exc_info=exc)"
     [record] = logged
     assert base + "b" in record.getMessage(), "the message names the URL that failed"
-    assert record.exc_info is not None
+    assert record.exc_info is not None, (
+        "the error was logged without its traceback: pass exc_info=exc"
+    )
     frames = [frame.name for frame in traceback.extract_tb(record.exc_info[2])]
     # Stack ripping: the loop ran a callback; nothing of work() or fetch(), which began it.
-    assert frames[0] == "_run"
-    assert "work" not in frames and "fetch" not in frames
+    assert frames[0] == "_run", f"the traceback starts in {frames[0]}, not in the loop's _run"
+    assert "work" not in frames and "fetch" not in frames, (
+        f"the traceback shows {frames}: the loop's, not work() or fetch()"
+    )
 
 
 # --- Task 3: what no Fetcher raised -------------------------------------------------------

@@ -131,8 +131,10 @@ def test_work_starts_fetches_in_queue_order_up_to_max_tasks() -> None:
         assert list(crawler.fetchers) == urls[:3], "no room, so nothing more starts"
         crawler.end(urls[0])
         crawler.work()
-        assert list(crawler.fetchers) == urls[1:4]
-        assert queued(crawler) == urls[4:]
+        assert list(crawler.fetchers) == urls[1:4], (
+            "when a fetch ends, the next in the queue starts in its place"
+        )
+        assert queued(crawler) == urls[4:], "the queue should hold only what did not fit"
         # Each URL was claimed with begin() before its fetch: it counts as in flight.
         assert set(crawler.in_flight) == set(urls[:4]), "claim each URL with self.begin(url)"
     finally:
@@ -147,7 +149,9 @@ def test_work_keeps_the_redirects_left_with_each_url() -> None:
     try:
         crawler.work()
         redirects = {url: f.max_redirect for url, f in crawler.fetchers.items()}
-        assert redirects == {ROOT: 10, ROOT + "moved": 3}
+        assert redirects == {ROOT: 10, ROOT + "moved": 3}, (
+            f"the fetches got {redirects}: each URL keeps the redirects left that came with it"
+        )
     finally:
         crawler.close_all()
 
@@ -162,7 +166,7 @@ def test_work_parks_pages_until_their_robots_txt_is_in() -> None:
         crawler.work()
         assert list(crawler.fetchers) == [robots], "ask self.robots_txt(url) first"
         assert crawler.parked == {robots: [(ROOT, 10), (ROOT + "a", 10)]}, "self.park(...)"
-        assert not crawler.q
+        assert not crawler.q, "a URL begin() refused must still leave the queue"
         assert crawler.requested == 0, "a parked page is not claimed yet"
     finally:
         crawler.close_all()
@@ -175,7 +179,9 @@ def test_work_leaves_out_what_begin_refuses() -> None:
     crawler.q.extend((f"{ROOT}p/{n}", 10) for n in range(4))
     try:
         crawler.work()
-        assert list(crawler.fetchers) == [f"{ROOT}p/0", f"{ROOT}p/1"]
+        assert list(crawler.fetchers) == [f"{ROOT}p/0", f"{ROOT}p/1"], (
+            f"started {list(crawler.fetchers)}: pages are parked until their robots.txt is in"
+        )
         assert not crawler.q, "a URL that begin() refuses is dropped, not put back"
     finally:
         crawler.close_all()
@@ -203,7 +209,7 @@ def test_pages_parked_for_robots_txt_are_crawled_once_it_is_in() -> None:
         result = stage1_callbacks.crawl([base], Options(max_tasks=3))
         assert_root_crawled(result, base)
         assert_matches_oracle(result, site.expected(base))
-        assert next(iter(site.requests)) == "/robots.txt"
+        assert next(iter(site.requests)) == "/robots.txt", "robots.txt must be fetched first"
 
 
 @pytest.mark.task(taskno=2)
@@ -217,8 +223,10 @@ def test_failed_fetches_make_room_too() -> None:
         result = stage1_callbacks.crawl(roots, options)
         expected = site.expected(base, ignore_robots=True)
     failed = {stat.url for stat in result.fetches if stat.error}
-    assert failed == set(roots[:2])
-    assert result.urls == failed | set(expected)
+    assert failed == set(roots[:2]), f"failed {sorted(failed)}: the two refused roots should fail"
+    assert result.urls == failed | set(expected), (
+        "a failed fetch must still make room for the next: every URL gets its record"
+    )
 
 
 @pytest.mark.task(taskno=2)

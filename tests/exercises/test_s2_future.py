@@ -52,11 +52,13 @@ def test_set_exception_stores_the_error_for_result_to_raise(loop: EventLoop) -> 
     fut: Future[int] = Future()
     error = ValueError("bad page")
     fut.set_exception(error)
-    assert fut.done() and not fut.cancelled()
-    assert fut.exception() is error
+    assert fut.done() and not fut.cancelled(), (
+        "after set_exception the future is done, not cancelled"
+    )
+    assert fut.exception() is error, "exception() must give the very error set"
     with pytest.raises(ValueError) as info:
         fut.result()
-    assert info.value is error
+    assert info.value is error, "result() must raise the very error set"
     with pytest.raises(InvalidStateError):
         fut.set_result(1)
 
@@ -65,11 +67,11 @@ def test_set_exception_stores_the_error_for_result_to_raise(loop: EventLoop) -> 
 def test_cancel_settles_the_future_as_cancelled(loop: EventLoop) -> None:
     """cancel() is the third way to settle: result() then raises CancelledError."""
     fut: Future[int] = Future()
-    assert fut.cancel() is True
-    assert fut.done() and fut.cancelled()
+    assert fut.cancel() is True, "cancel() of a pending future must return True"
+    assert fut.done() and fut.cancelled(), "after cancel() the future is done and cancelled"
     with pytest.raises(CancelledError):
         fut.result()
-    assert fut.cancel() is False
+    assert fut.cancel() is False, "cancel() of a done future must return False"
     with pytest.raises(InvalidStateError):
         fut.set_result(1)
 
@@ -144,8 +146,8 @@ def test_a_chain_of_futures_resolving_each_other_keeps_the_stack_flat(loop: Even
     for fut, following in pairwise(futures):
         fut.add_done_callback(partial(pass_on, following))
     futures[0].set_result(0)
-    assert run(loop, futures[-1]) == 1999
-    assert len(depths) == 1999
+    assert run(loop, futures[-1]) == 1999, "the chain of futures did not end with 1999"
+    assert len(depths) == 1999, f"{len(depths)} callbacks ran, not 1999"
     assert max(depths) == min(depths), "the stack grew along the chain: callbacks ran inline"
 
 
@@ -195,7 +197,7 @@ def test_a_failed_future_raises_at_the_yield_from(loop: EventLoop) -> None:
     """The exception stored in the future comes out of `yield from`, after a pause too."""
     fut: Future[int] = Future()
     coro = waiter(fut)
-    assert coro.send(None) is fut
+    assert coro.send(None) is fut, "the driver must receive the future it should wait for"
     fut.set_exception(ValueError("connection reset"))
     with pytest.raises(ValueError, match="connection reset"):
         coro.send(None)
@@ -215,7 +217,9 @@ def test_tasks_wait_for_one_future_with_yield_from(loop: EventLoop) -> None:
         first, second = Task(waiter(fut)), Task(waiter(fut))
         return [(yield from first), (yield from second)]
 
-    assert run(loop, both()) == ["page", "page"]
+    assert run(loop, both()) == ["page", "page"], (
+        "two tasks waiting on one future should both get its result"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -230,4 +234,6 @@ def test_try_except_around_yield_from_a_future_catches_its_error(loop: EventLoop
         except ConnectionResetError as exc:
             return f"caught: {exc}"
 
-    assert run(loop, careful()) == "caught: reset by peer"
+    assert run(loop, careful()) == "caught: reset by peer", (
+        "a try around `yield from future` should catch the future's error"
+    )

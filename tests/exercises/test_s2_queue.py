@@ -31,7 +31,9 @@ def test_get_returns_the_items_first_in_first_out(loop: EventLoop) -> None:
     q: Queue[str] = Queue()
     for item in ("a", "b", "c"):
         q.put_nowait(item)
-    assert [run(loop, q.get()) for _ in range(3)] == ["a", "b", "c"]
+    assert [run(loop, q.get()) for _ in range(3)] == ["a", "b", "c"], (
+        "get() must return the items first in, first out"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -70,7 +72,7 @@ def test_a_getter_that_finds_the_item_gone_waits_again(loop: EventLoop) -> None:
         yield from sleep(0)  # both getters now wait
         q.put_nowait(1)
         yield from sleep(0.01)
-        assert got == [1]
+        assert got == [1], f"got {got}: one getter gets the one item"
         assert [first.done(), second.done()].count(True) == 1, (
             "both getters or neither finished: a getter woken for an item another took must "
             "wait again (a while, not an if)"
@@ -80,7 +82,7 @@ def test_a_getter_that_finds_the_item_gone_waits_again(loop: EventLoop) -> None:
         yield from second
 
     run(loop, main())
-    assert got == [1, 2]
+    assert got == [1, 2], f"got {got}, not [1, 2]: each item goes to one getter"
 
 
 @pytest.mark.task(taskno=1)
@@ -101,8 +103,8 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
         yield from second
 
     run(loop, main())
-    assert got == [("second", "x")]
-    assert first.cancelled()
+    assert got == [("second", "x")], f"got {got}: an item must not be lost to a cancelled getter"
+    assert first.cancelled(), "the cancelled getter should be cancelled"
 
 
 # --- Task 2: Queue.task_done --------------------------------------------------------------------
@@ -193,7 +195,7 @@ def test_join_waits_again_when_new_work_arrives(loop: EventLoop) -> None:
         return joiner.done()
 
     assert run(loop, main()) is False, "join() did not wait for the new item"
-    assert run(loop, q.get()) == 2
+    assert run(loop, q.get()) == 2, "get() must return the second item put"
     q.task_done()
     run(loop, joiner)
 
@@ -209,7 +211,7 @@ def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> Non
         yield from sleep(0)  # both joiners now wait
         quitter.cancel()
         yield from sleep(0.01)
-        assert quitter.cancelled()
+        assert quitter.cancelled(), "the joiner cancelled should be cancelled"
         assert not stayer.done(), "the other joiner was woken or cancelled too"
         yield from q.get()
         q.task_done()
@@ -249,5 +251,9 @@ def test_workers_and_join_visit_every_node_the_chapters_way(loop: EventLoop) -> 
                 yield from worker
 
     run(loop, crawl())
-    assert sorted(visited) == sorted(seen)
-    assert len(visited) == len(set(visited)) > 10
+    assert sorted(visited) == sorted(seen), (
+        "the workers did not visit every node the queue was given"
+    )
+    assert len(visited) == len(set(visited)) > 10, (
+        "a node was visited twice, or too few were visited"
+    )

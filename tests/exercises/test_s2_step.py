@@ -60,7 +60,7 @@ def test_a_coroutine_that_returns_settles_its_task_with_the_value(loop: EventLoo
 
     task = Task(answer())
     assert not task.done(), "creating a task schedules its first step; it does not run it"
-    assert run(loop, task) == 42
+    assert run(loop, task) == 42, "the task should resolve with its coroutine's return value, 42"
 
 
 @pytest.mark.task(taskno=1)

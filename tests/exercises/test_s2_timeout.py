@@ -90,7 +90,9 @@ def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
         task.cancel()
         return (yield from task), task.cancelled()
 
-    assert run(loop, main()) == ("cleaned up", False)
+    assert run(loop, main()) == ("cleaned up", False), (
+        "a coroutine that catches CancelledError and returns gives its task a result"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -98,10 +100,12 @@ def test_a_task_cancelled_before_it_started_never_runs(loop: EventLoop) -> None:
     """Cancelled between Task() and its first step: the coroutine's body never runs."""
     events: list[str] = []
     task = Task(guarded(events))
-    assert task.cancel() is True
+    assert task.cancel() is True, "cancel() of a task not yet started must return True"
     with raises(CancelledError, "the cancelled task should end with CancelledError"):
         run(loop, task)
-    assert events == [] and task.cancelled()
+    assert events == [] and task.cancelled(), (
+        "a task cancelled before it started must never run, and be cancelled"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -122,8 +126,10 @@ def test_cancelling_a_task_cancels_the_task_it_waits_for(loop: EventLoop) -> Non
             yield from waiting
 
     run(loop, main())
-    assert waiting.cancelled() and inner.cancelled()
-    assert events == ["sleeping", "finally"]
+    assert waiting.cancelled() and inner.cancelled(), (
+        "cancelling a task must cancel the task it waits on"
+    )
+    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
 
 
 @pytest.mark.task(taskno=1)
@@ -132,13 +138,15 @@ def test_cancel_counts_every_request(loop: EventLoop) -> None:
     events: list[str] = []
     task = Task(guarded(events))
     loop.run_once()  # the coroutine now sleeps
-    assert task.cancel() is True
+    assert task.cancel() is True, "cancel() of a waiting task must return True"
     assert task.cancel() is True, "the first request has not landed: the task is not done"
     assert task._cancel_requests == 2, "each cancel() of a task not done counts"
     with raises(CancelledError, "the cancelled task should end with CancelledError"):
         run(loop, task)
-    assert events == ["sleeping", "finally"]
-    assert task.cancel() is False
+    assert events == ["sleeping", "finally"], (
+        f"the coroutine did {events}: its finally must run once"
+    )
+    assert task.cancel() is False, "cancel() of a task that is done must return False"
     assert task._cancel_requests == 2, "a task that is done counts no more requests"
 
 
@@ -149,7 +157,7 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
     me: list[Task[None]] = []
 
     def selfish() -> Coroutine[None]:
-        assert me[0].cancel() is True
+        assert me[0].cancel() is True, "a task may cancel itself: cancel() must return True"
         events.append("asked")
         try:
             fut: Future[None] = Future()
@@ -163,7 +171,9 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
     me.append(Task(selfish()))
     with raises(CancelledError, "the cancelled task should end with CancelledError"):
         run(loop, me[0])
-    assert events == ["asked", "cancelled"]
+    assert events == ["asked", "cancelled"], (
+        f"the coroutine did {events}: a task that cancels itself is cancelled at its next pause"
+    )
 
 
 # --- Task 2: timeout ----------------------------------------------------------------------------
@@ -178,7 +188,9 @@ def bounded(delay: float, coro: Coroutine[T]) -> Coroutine[T]:
 @pytest.mark.task(taskno=2)
 def test_a_result_in_time_passes_through_and_leaves_no_timer(loop: EventLoop) -> None:
     """Done before the timeout: its value comes back, and the timeout's timer is cancelled."""
-    assert run(loop, bounded(2, guarded([], delay=0.01))) == "slept"
+    assert run(loop, bounded(2, guarded([], delay=0.01))) == "slept", (
+        "a block that ends in time must give its result"
+    )
     assert live_timers(loop) == 0, "the timeout's timer is still set"
 
 
@@ -209,8 +221,10 @@ def test_a_timeout_cancels_the_block_then_raises_timeout_error(loop: EventLoop) 
     start = time.monotonic()
     run(loop, caller())
     elapsed = time.monotonic() - start
-    assert events == ["sleeping", "finally", "TimeoutError"]
-    assert 0.05 <= elapsed < 1
+    assert events == ["sleeping", "finally", "TimeoutError"], (
+        f"the coroutine did {events}: the timed-out block is cancelled, and raises TimeoutError"
+    )
+    assert 0.05 <= elapsed < 1, f"the timeout took {elapsed:.2f} s, not about 0.05 s"
 
 
 @pytest.mark.task(taskno=2)
@@ -238,7 +252,9 @@ def test_tries_that_time_out_one_after_another_each_time_out(loop: EventLoop) ->
         outcomes.append((yield from bounded(2, guarded([], delay=0))))
         return outcomes
 
-    assert run(loop, tries()) == ["TimeoutError"] * 3 + ["slept"]
+    assert run(loop, tries()) == ["TimeoutError"] * 3 + ["slept"], (
+        "each try that times out should raise TimeoutError, and the next go on"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -258,7 +274,7 @@ def test_the_tasks_own_cancellation_is_not_a_timeout(loop: EventLoop) -> None:
     run(loop, main())
     assert time.monotonic() - start < 1, "the cancelled block went on running"
     assert caller.cancelled(), "the task cancelled from outside should be cancelled"
-    assert events == ["sleeping", "finally"]
+    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
     assert live_timers(loop) == 0, "the timeout's timer is still set"
 
 
@@ -288,7 +304,9 @@ def test_a_cancel_in_the_turn_of_the_timeout_before_it_is_still_a_cancel(
     loop.call_later(0.05, task.cancel)  # set before the timeout's timer: both run in one turn
     with raises(CancelledError, OUTSIDE):
         run(loop, task)
-    assert outcome == ["CancelledError"]
+    assert outcome == ["CancelledError"], (
+        f"the block ended with {outcome}: a cancel from outside must stay a CancelledError"
+    )
     assert events == ["sleeping", "finally"], "the cancelled request did not clean up first"
 
 
@@ -308,8 +326,10 @@ def test_a_cancel_in_the_turn_of_the_timeout_after_it_is_still_a_cancel(
     heapq.heappush(loop._timers, (when, next(loop._sequence), Handle(task.cancel, (), when)))
     with raises(CancelledError, OUTSIDE):
         run(loop, task)
-    assert outcome == ["CancelledError"]
-    assert events == ["sleeping", "finally"]
+    assert outcome == ["CancelledError"], (
+        f"the block ended with {outcome}: a cancel from outside must stay a CancelledError"
+    )
+    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
 
 
 @pytest.mark.task(taskno=2)
@@ -329,4 +349,4 @@ def test_a_timer_that_fell_due_as_the_block_ended_cancels_nothing(loop: EventLoo
 
     task = Task(goes_on())
     loop.call_soon(fut.set_result, None)  # right after the task's first step, in its turn
-    assert run(loop, task) == "went on"
+    assert run(loop, task) == "went on", "the task should go on after the timeout it caught"

@@ -15,6 +15,7 @@ teachers/EXERCISES.md, from these files; the suite holds the guide to them.
 from __future__ import annotations
 
 import sys
+import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,40 +168,59 @@ def load(exercise: Exercise) -> Answers:
     return Answers(exercise, dict(sorted(tasks.items())), steps, tuple(mistakes))
 
 
+def task_titles(exercise: Exercise) -> dict[int, str]:
+    """The title of each task, from the exercise's README (`## Task N: title`)."""
+    titles = {}
+    for line in exercise.instructions.read_text(encoding="utf-8").splitlines():
+        number, colon, title = line.removeprefix("## Task ").partition(":")
+        if line.startswith("## Task ") and colon and number.strip().isdigit():
+            titles[int(number)] = title.strip()
+    return titles
+
+
+def _code(text: str) -> list[str]:
+    """A fenced block of Python, dedented, or a note that the student wrote nothing."""
+    body = (
+        textwrap.dedent(text.strip("\n")) if text.strip() else "# (nothing: the lines are left out)"
+    )
+    return ["```python", body, "```"]
+
+
 def guide() -> str:
     """The instructors' guide: for each exercise, its wrong answers and what the check says."""
     lines = [
         "# The exercises: the wrong answers students write, and what `check` says to them",
         "",
-        f"Made by `{REGENERATE}` from the files in `teachers/exercises/`: edit those, not",
-        "this page.  Each wrong answer below is a small edit of the reference solution, and",
-        "the suite (tests/test_exercise_answers.py) makes every one of them in a fresh",
-        "solved workspace and sees `check` fail its task with the words quoted here.",
+        *textwrap.wrap(
+            f"Made by `{REGENERATE}` from the files in teachers/exercises/ (edit those, "
+            "not this page). Each wrong answer is a small edit of the reference solution; "
+            "the suite (tests/test_exercise_answers.py) makes every one in a fresh solved "
+            "workspace and sees `check` fail its task with the words quoted here.",
+            88,
+        ),
         "",
     ]
     for exercise in all_exercises():
         answers = load(exercise)
+        titles = task_titles(exercise)
         lines += [f"## {exercise.name}: {exercise.idea}", ""]
         for mistake in answers.mistakes:
             edit = mistake.edit
+            title = titles.get(mistake.task, "")
             lines += [
-                f"### Task {mistake.task}: {mistake.name}",
+                f"### {mistake.name} (task {mistake.task}: {title})",
                 "",
-                mistake.thinking,
+                *textwrap.wrap(mistake.thinking, 88),
                 "",
                 f"In `{edit.target}`, where the reference has",
                 "",
-                "```python",
-                edit.old.rstrip("\n"),
-                "```",
+                *_code(edit.old),
                 "",
                 "the student writes",
                 "",
-                "```python",
-                edit.new.rstrip("\n") or "# (nothing)",
-                "```",
+                *_code(edit.new),
                 "",
-                f"`check` says: task {mistake.task}: FAILED - ...{mistake.says}...",
+                f"`check` says: `task {mistake.task}: FAILED - ...{mistake.says}...`",
                 "",
             ]
     return "\n".join(lines).rstrip("\n") + "\n"
