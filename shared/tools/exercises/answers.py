@@ -179,11 +179,15 @@ def task_titles(exercise: Exercise) -> dict[int, str]:
 
 
 def _code(text: str) -> list[str]:
-    """A fenced block of Python, dedented, or a note that the student wrote nothing."""
+    """A fenced block of code, dedented, or a note that the student wrote nothing.
+
+    The fence names no language: the snippets are fragments, not modules, and ruff
+    formats the Python blocks of Markdown files (`allow_redirects=False` would change).
+    """
     body = (
         textwrap.dedent(text.strip("\n")) if text.strip() else "# (nothing: the lines are left out)"
     )
-    return ["```python", body, "```"]
+    return ["```", body, "```"]
 
 
 def guide() -> str:
