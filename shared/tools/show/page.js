@@ -31,7 +31,37 @@
     const text = TEXTS[lang][key] ?? TEXTS.en[key] ?? key;
     return text.replace(/\{(\w+)\}/g, (whole, name) => (values ? String(values[name]) : whole));
   }
-  const seconds = (s) => t("seconds", { s });
+  const seconds = (s) => t("unit.seconds", { s });
+  // What an actor waits for, as the recorder says it ("fd 7 readable", "the queue: get"),
+  // in the reader's language: the English table's "wait." texts, read as patterns, find the
+  // key and the names (fd, callback, ...) that stay as they are.  In English, the label.
+  const PATTERNS = Object.keys(TEXTS.en).filter((key) => key.startsWith("wait.")).map((key) => {
+    const names = [];
+    const source = TEXTS.en[key].replace(/[.*+?^$()|[\]\\]/g, "\\$&")
+      .replace(/\{(\w+)\}/g, (whole, name) => { names.push(name); return "(.+?)"; });
+    return { key, names, re: new RegExp("^" + source + "$") };
+  });
+  const said = new Map();  // lang + label -> its text
+  function waitText(label) {
+    if (label === null || lang === "en") return label;
+    if (!said.has(lang + label)) {
+      let text = label;
+      for (const { key, names, re } of PATTERNS) {
+        const found = re.exec(label);
+        if (!found) continue;
+        const values = {};
+        names.forEach((name, i) => {
+          const value = found[i + 1];
+          values[name] = name === "what" ? waitText(value)
+            : name === "event" && TEXTS.en["kind." + value] ? t("kind." + value) : value;
+        });
+        text = t(key, values);
+        break;
+      }
+      said.set(lang + label, text);
+    }
+    return said.get(lang + label);
+  }
 
   // ---- the data, made easy to use ---------------------------------------------------
   const crawls = DATA.crawls.map(function (c, index) {
@@ -237,7 +267,7 @@
       ctx.fillRect(x0, y, Math.max(1, x1 - x0), BAR);
       ctx.globalAlpha = 1;
       if (x1 - x0 > FONT * 4) {
-        const label = w.label + (c.actors[w.actor][1] >= 0 ? "  " + (c.s(c.actors[w.actor][1]) || "") : "");
+        const label = waitText(w.label) + (c.actors[w.actor][1] >= 0 ? "  " + (c.s(c.actors[w.actor][1]) || "") : "");
         ctx.save();
         ctx.beginPath();  // clipped sideways only: the bar's end, not the letters' tails
         ctx.rect(Math.max(x0, GUTTER), y - 4, x1 - Math.max(x0, GUTTER) - 3, BAR + 8);
@@ -275,7 +305,7 @@
     ctx.font = FONT + "px system-ui, sans-serif";
     ctx.fillStyle = "#667085";
     const [urls, steps, s, stopped] = c.raw.summary || [];
-    const note = c.raw.summary ? t(stopped ? "note.interrupted" : "note", { urls, steps, s }) : c.raw.note;
+    const note = c.raw.summary ? t(stopped ? "note.interrupted" : "note.done", { urls, steps, s }) : c.raw.note;
     ctx.fillText(note, 8 + titled + 10, top - HEAD / 2);
     const cur = currentStep(c);
     const curRow = cur >= 0 ? c.actors[c.steps.a[cur]][2] : -1;
@@ -535,7 +565,7 @@
       const tr = element("tr", owner >= 0 && owner === actor ? "current" : "");
       const whose = owner >= 0 ? actorName(c, owner) : c.s(name) === "on_ctrl_c" ? "Ctrl-C" : "\u2014";
       tr.append(element("td", "", String(fd)), element("td", "", TEXTS.en["mode." + mode] ? t("mode." + mode) : mode),
-        element("td", "", whose), element("td", "", c.s(name)));
+        element("td", "", whose), element("td", "", waitText(c.s(name))));
       body.append(tr);
     }
     const rows = c.panel.querySelector(".waiting tbody");
@@ -547,7 +577,7 @@
       const idle = ["running", "ready to run"].includes(c.s(label));
       const dot = element("span", idle ? "kind none" : "kind");
       dot.style.background = COLORS[KINDS[kind]];
-      td.append(dot, c.s(label));
+      td.append(dot, waitText(c.s(label)));
       tr.append(element("td", "", actorName(c, who)), td);
       rows.append(tr);
     }
@@ -571,7 +601,8 @@
     panel.querySelector(".actor").textContent = actorName(c, c.steps.a[i]);
     panel.querySelector(".what").textContent = c.s(c.steps.what[i]);
     const key = c.s(c.steps.why[i]);  // the table's sentence, filled in with recorded data
-    panel.querySelector(".why").textContent = t(key, { detail: c.s(c.steps.wd[i]), waited: c.s(c.steps.ww[i]) });
+    const [detail, waited] = [c.s(c.steps.wd[i]), waitText(c.s(c.steps.ww[i]))];
+    panel.querySelector(".why").textContent = t(key, { detail: c.raw.stage === "stage1_callbacks" ? waitText(detail) : detail, waited });
     panel.querySelector(".url").textContent = c.s(c.steps.url[i]) || "\u2014";
     const chain = c.chains[c.steps.fr[i]];
     showChain(c, chain);
@@ -613,7 +644,7 @@
         if (cursor >= total - 1) play(false); else go(cursor + 1);
       }, 1000 / rate);
     }
-    document.getElementById("play").textContent = t(player ? "pause" : "play");
+    document.getElementById("play").textContent = t(player ? "play.pause" : "play.label");
   }
 
   document.getElementById("first").addEventListener("click", () => go(0));
