@@ -109,7 +109,7 @@ def test_a_fetch_ends_within_its_tries_times_timeout_and_delay(stage: ModuleType
 def test_the_endless_catalogue_gives_the_oracles_records(stage: ModuleType) -> None:
     """Every endless case, twice each, beside healthy pages: records, and every try bounded."""
     site = Site(pages=6, traps=False, endless=True, endless_s=15)
-    timeout, tries = 1.0, 2
+    timeout, tries = 3.0, 2  # room for healthy pages on a busy machine, floods pouring beside them
     with serve(site) as base_url:
         result, took = timed_crawl(stage, [base_url], Options(timeout=timeout, max_tries=tries))
         assert_matches_oracle(result, site.expected(base_url, max_tries=tries))
