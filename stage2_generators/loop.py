@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partialmethod
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
 from typing import TYPE_CHECKING, Any
 
@@ -67,38 +68,29 @@ class EventLoop:
         heapq.heappush(self._timers, (handle.when, next(self._sequence), handle))
         return handle
 
-    def add_reader(self, sock: socket.socket, fn: Callback) -> None:
-        """Call fn() each time `sock` is readable, until remove_reader(sock)."""
-        self._set_callback(sock, EVENT_READ, fn)
-
-    def add_writer(self, sock: socket.socket, fn: Callback) -> None:
-        """Call fn() each time `sock` is writable, until remove_writer(sock)."""
-        self._set_callback(sock, EVENT_WRITE, fn)
-
-    def remove_reader(self, sock: socket.socket) -> bool:
-        """Stop watching `sock` for reading; return False if it was not watched."""
-        return self._set_callback(sock, EVENT_READ, None)
-
-    def remove_writer(self, sock: socket.socket) -> bool:
-        """Stop watching `sock` for writing; return False if it was not watched."""
-        return self._set_callback(sock, EVENT_WRITE, None)
-
-    def _set_callback(self, sock: socket.socket, event: int, fn: Callback | None) -> bool:
+    def _watch(self, event: int, sock: socket.socket, fn: Callback | None) -> bool:
         # A selector holds one key per socket. To let a socket wait to read *and* to write, the
-        # key's data is a [reader, writer] pair and its mask combines both events; register,
-        # modify and unregister keep the key in step with the pair.
+        # key's data maps each event it waits for to its callback, and its mask combines them
+        # (the events are bits, so their sum is their union). Re-registering keeps the two in
+        # step. Returns whether the socket was watched for `event` before.
         key = self._selector.get_map().get(sock)
-        callbacks = list(key.data) if key else [None, None]
-        index = 0 if event == EVENT_READ else 1
-        previous, callbacks[index] = callbacks[index], fn
-        mask = (EVENT_READ if callbacks[0] else 0) | (EVENT_WRITE if callbacks[1] else 0)
-        if key and mask:
-            self._selector.modify(sock, mask, callbacks)
-        elif mask:
-            self._selector.register(sock, mask, callbacks)
-        elif key:
+        callbacks = key.data if key else {}
+        previous = callbacks.pop(event, None)
+        if fn:
+            callbacks[event] = fn
+        if key:
             self._selector.unregister(sock)
+        if callbacks:
+            self._selector.register(sock, sum(callbacks), callbacks)
         return previous is not None
+
+    # asyncio's four methods, each one _watch with its event (and for the removers, no callback)
+    # filled in: add_reader(sock, fn) calls fn() each time `sock` is readable, until
+    # remove_reader(sock), which returns False if it was not watched; the writers likewise.
+    add_reader = partialmethod(_watch, EVENT_READ)
+    add_writer = partialmethod(_watch, EVENT_WRITE)
+    remove_reader = partialmethod(_watch, EVENT_READ, fn=None)
+    remove_writer = partialmethod(_watch, EVENT_WRITE, fn=None)
 
     def run_once(self) -> None:
         """Wait for I/O or the next timer, then run every callback that is ready."""
@@ -113,8 +105,8 @@ class EventLoop:
             # Without this check select() would sleep forever: say so instead.
             raise RuntimeError("deadlock: no callback, timer or socket can ever wake the loop")
         for key, events in self._selector.select(timeout):
-            for callback, event in zip(key.data, (EVENT_READ, EVENT_WRITE), strict=True):
-                if callback and events & event:
+            for event, callback in key.data.items():
+                if events & event:
                     self.call_soon(callback)
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
@@ -141,8 +133,7 @@ class EventLoop:
         from .tasks import Task  # imported here: tasks.py imports this module
 
         _set_running_loop(self)
-        if isinstance(future, Generator):
-            future = Task(future)
+        future = Task(future) if isinstance(future, Generator) else future
         # The chapter stops the loop with a done callback that raises StopError. Checking
         # done() after each turn has the same effect and is easier to follow.
         while not future.done():
