@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import ClassVar
-from urllib.parse import urlsplit
 
 from shared import observe
 from shared.links import parse_links
@@ -43,7 +42,7 @@ from shared.responses import (
 )
 from shared.robots import Robots, robots_url, skipped
 from shared.tls import certificate_error, ssl_context
-from shared.urls import UrlRules, normalize
+from shared.urls import UrlRules, host_name, normalize
 
 __all__ = [
     "LOGGER",
@@ -119,7 +118,7 @@ def host_key(url: str) -> str:
     pages of example.com:8080 and example.com share one server, so they share one
     --max-per-host.
     """
-    return urlsplit(url).hostname or ""
+    return host_name(url)
 
 
 class on_exit:  # lower case, as contextlib.suppress: a class used like a function

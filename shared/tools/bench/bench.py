@@ -297,6 +297,7 @@ class Bench:
                 "seconds": [],
                 "complete": [],
                 "lost": [],
+                "cpu_s": [],
             }
             for c in self.crawlers
         }
@@ -323,6 +324,7 @@ class Bench:
                     entry["seconds"].append(round(wide.elapsed_s, 3))
                     entry["complete"].append(wide.ok and ok == expected)
                     entry["lost"].append(len(expected - ok))
+                    entry["cpu_s"].append(round(wide.cpu_s, 3))
                     self.log(
                         f"  run {number + 1} {crawler.name}: {per_fetch:.2f} KiB per fetch, "
                         f"peak {peak}, {len(ok)}/{len(expected)} answered in {wide.elapsed_s:.1f} s"
@@ -448,6 +450,12 @@ def markdown(doc: dict[str, Any]) -> str:
             judged = name != "threaded" and size == measured[-1]
             row.append(f"{over:.2f}x" + mark(over <= RACE_TARGET if judged else None))
         out.append("| " + " | ".join(row) + " |")
+        # Beside the race, what the crawler's own CPU asks for: a crawler whose CPU time
+        # nears its time over the floor was waiting for itself, not for the site.
+        if all(results[name].get("cpu_s") for name in names):
+            row = [f"S3 crawler CPU seconds at {int(size):,} (whole process)"]
+            row += [f"{statistics.median(results[name]['cpu_s']):.1f}" for name in names]
+            out.append("| " + " | ".join(row) + " |")
     out += [
         "",
         "Targets (✓ met, ✗ missed): " + "; ".join(TARGETS.values()) + ".  The race's floor: "
