@@ -16,12 +16,14 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
+from shared import interrupt, tasktree
 from shared.crawling import Options, root_url
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, report, write_json
 from shared.timeline import Timeline
 from shared.tls import ssl_context
 from shared.trace import Tracer
+from shared.trace_events import TraceEvents
 
 Crawl = Callable[[Sequence[str], Options], CrawlResult]
 
@@ -89,6 +91,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         "--trace",
         action="store_true",
         help="print a line per step of the event loop, to watch fetches interleave",
+    )
+    parser.add_argument(
+        "--trace-events",
+        metavar="PATH",
+        help="write the loop's steps, waits and wake-ups as a Chrome Trace Event file, "
+        "for Perfetto or Chromium's trace viewer (also after Ctrl-C)",
     )
     parser.add_argument(
         "--site-pages",
@@ -203,6 +211,17 @@ def roots_or_test_site(
         yield [base_url]
 
 
+def write_trace_events(trace: TraceEvents, path: str, quiet: bool) -> None:
+    """Write the --trace-events file; a file that cannot be written costs the crawl nothing."""
+    try:
+        size = trace.write(path)
+    except OSError as exc:
+        print(f"--trace-events {path}: cannot write it: {exc}", file=sys.stderr)
+        return
+    if not quiet:
+        print(f"wrote {path} ({size / 1e6:.1f} MB)", file=sys.stderr)
+
+
 def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     """Run a stage's ``crawl`` from the command line; return the exit status."""
     args, options = parse_args(f"python -m {stage}", argv)
@@ -211,10 +230,21 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     timeline = Timeline() if args.timeline else None
     observers: list[Observer] = [Tracer()] if args.trace else []
     observers += [timeline] if timeline else []
+    trace_events = TraceEvents() if args.trace_events else None
+    observers += [trace_events] if trace_events else []
+    # SIGUSR1, and with -v a first Ctrl-C, print where every task waits (shared/tasktree.py).
+    hooks = [tasktree.dump] if args.verbose else []
+    interrupt.at_first_press.extend(hooks)
     try:
         site = roots_or_test_site(args.roots, args.site_pages, args.site_latency)
-        with site as roots, watching(*observers):
-            result = crawl(roots, options)
+        try:
+            with site as roots, watching(*observers), tasktree.on_sigusr1():
+                result = crawl(roots, options)
+        finally:  # after Ctrl-C too, with the steps recorded until then
+            for hook in hooks:
+                interrupt.at_first_press.remove(hook)
+            if trace_events and args.trace_events:
+                write_trace_events(trace_events, args.trace_events, args.quiet)
         extra = timeline.to_json() if timeline else None
         if args.json and args.json != "-":  # first: the file must not depend on a pipe
             with open(args.json, "w", encoding="utf-8") as out:

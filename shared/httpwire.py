@@ -21,11 +21,19 @@ from shared.urls import DEFAULT_PORTS
 MAX_HEAD = 64 * 1024
 #: The same idea for a chunk-size line.
 MAX_LINE = 1024
+#: aiohttp's limits (stage 3), so that every stage refuses the same heads: the status
+#: line and each field (name and value) at most 8190 bytes, at most 128 fields.
+MAX_FIELD = 8190
+MAX_FIELDS = 128
 
 # The blank line that ends the header block; bare LF is tolerated as well as CRLF.
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-_STATUS_LINE = re.compile(r"HTTP/1\.\d ([1-9]\d\d)(?: .*)?")
-_HEX = re.compile(rb"[0-9a-fA-F]+")  # stricter than int(x, 16), which allows "0x", "+" and "_"
+_STATUS_LINE = re.compile(rb"HTTP/1\.\d ([1-9]\d\d)(?: .*)?")
+# A field name is a token (RFC 9110, section 5.6.2): no space before the colon, no "(".
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
+# A chunk-size line: hex digits (stricter than int(x, 16), which allows "0x", "+" and
+# "_"), then the extensions we ignore, which hold no control byte but a tab.
+_CHUNK_SIZE = re.compile(rb"([0-9a-fA-F]{1,16})[ \t]*(?:;[^\x00-\x08\x0a-\x1f\x7f]*)?")
 _DIGITS = re.compile(r"[0-9]+")
 
 
@@ -87,31 +95,60 @@ def request_bytes(url: str, user_agent: str = USER_AGENT) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii")
 
 
-def _parse_head(head: str) -> tuple[int, dict[str, str]]:
+def header_text(raw: bytes) -> str:
+    """Decode a header value as aiohttp (stage 3) does: UTF-8, as browsers read Location.
+
+    A byte that is not part of valid UTF-8 is kept as a lone surrogate (U+DC80 + byte),
+    so nothing is lost: :func:`shared.responses.redirect_target` percent-encodes it back
+    to the byte it was (``caf\\xe9`` -> ``caf%E9``).
+    """
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     """Parse a status line and header lines into the status and lower-cased headers.
 
     A repeated header's values are joined with ", ", as HTTP allows for list headers.
+    Only spaces and tabs are trimmed around a value (RFC 9110, section 5.5): bytes such
+    as 0xA0 are part of it.  NUL and a CR that ends no line are refused, not kept.
     """
-    status_line, *header_lines = [line.rstrip("\r") for line in head.split("\n")]
+    status_line, *lines = [line.removesuffix(b"\r") for line in head.split(b"\n")]
+    for line in (status_line, *lines):
+        if b"\0" in line or b"\r" in line:
+            raise WireError(f"NUL or bare CR in the header block: {line[:40]!r}")
     match = _STATUS_LINE.fullmatch(status_line)
-    if match is None:
+    if match is None or len(status_line) > MAX_FIELD:
         raise WireError(f"not an HTTP/1.x status line: {status_line[:40]!r}")
-    headers: dict[str, str] = {}
-    for line in header_lines:
-        name, colon, value = line.partition(":")
-        name, value = name.strip().lower(), value.strip()
-        if not colon or not name:
+    fields: list[list[bytes]] = []  # [name, value] pairs, in order
+    for line in lines:
+        if line[:1] in (b" ", b"\t"):
+            # obs-fold (RFC 9112, section 5.2): the line goes on with the field before it.
+            # The line break goes and its whitespace stays, as aiohttp does.
+            if not fields:  # nothing to continue: refused, as section 2.2 allows
+                raise WireError(f"folded line before any header: {line[:40]!r}")
+            fields[-1][1] += line
+            continue
+        name, colon, value = line.partition(b":")
+        if not colon or not _TOKEN.fullmatch(name):
             raise WireError(f"malformed header line: {line[:40]!r}")
-        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        fields.append([name, value])
+    if len(fields) > MAX_FIELDS:
+        raise WireError(f"more than {MAX_FIELDS} header fields")
+    headers: dict[str, str] = {}
+    for name, raw in fields:
+        if len(name) + len(raw) > MAX_FIELD:
+            raise WireError(f"header field longer than {MAX_FIELD} bytes: {name[:40]!r}")
+        key, text = name.decode("ascii").lower(), header_text(raw.strip(b" \t"))
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
     return int(match.group(1)), headers
 
 
 def _content_length(value: str) -> int:
-    """Parse Content-Length; identical repeated values (joined with ", ") are allowed."""
-    values = {v.strip() for v in value.split(",")}
-    if len(values) != 1 or not _DIGITS.fullmatch(length := values.pop()):
+    """Parse Content-Length: digits only, once (no sign, list, repeat or odd space), as aiohttp."""
+    digits = value.lstrip("0") or "0"  # int() refuses strings of more than 4300 digits
+    if not _DIGITS.fullmatch(value) or len(digits) > 20 or int(digits) >= 2**64:  # as aiohttp
         raise WireError(f"invalid Content-Length: {value[:40]!r}")
-    return int(length)
+    return int(digits)
 
 
 class ResponseParser:
@@ -207,8 +244,7 @@ class ResponseParser:
                 raise WireError(f"header block longer than {MAX_HEAD} bytes")
             self._searched = len(self._buffer)
             return False
-        # Header bytes are Latin-1 by tradition; decoding that way never fails.
-        self._status, self._headers = _parse_head(self._buffer[: end.start()].decode("latin-1"))
+        self._status, self._headers = _parse_head(bytes(self._buffer[: end.start()]))
         del self._buffer[: end.end()]
         self._searched = 0
         self._start_body()
@@ -222,8 +258,10 @@ class ResponseParser:
         elif self._status in (204, 304):
             self._state = "done"  # these never have a body
         elif "transfer-encoding" in headers:
+            if "content-length" in headers:  # a smuggler's trick (RFC 9112, section 6.3)
+                raise WireError("both Transfer-Encoding and Content-Length")
             # Chunked must be the last coding; otherwise the body runs until the close.
-            last = headers["transfer-encoding"].rsplit(",", 1)[-1].strip().lower()
+            last = headers["transfer-encoding"].rsplit(",", 1)[-1].strip(" \t").lower()
             self._state = "size" if last == "chunked" else "close"
         elif "content-length" in headers:
             self._remaining = _content_length(headers["content-length"])
@@ -256,10 +294,10 @@ class ResponseParser:
         line = self._read_line()
         if line is None:
             return False
-        size_text = line.split(b";", 1)[0].strip()
-        if not _HEX.fullmatch(size_text):
+        match = _CHUNK_SIZE.fullmatch(line)
+        if match is None:
             raise WireError(f"invalid chunk size line: {line[:40]!r}")
-        size = int(size_text, 16)
+        size = int(match.group(1), 16)
         if size == 0:
             # Trailers may follow the last chunk, but we asked for Connection: close and
             # ignore trailers, so there is nothing left worth waiting for.

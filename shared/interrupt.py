@@ -58,6 +58,7 @@ class CtrlC:
         self.presses += 1
         if self.presses > 1:
             raise KeyboardInterrupt
+        tell_first_press()
         with contextlib.suppress(OSError):  # full or closed: the loop has been told already
             self._writer.send(b"\0")
 
@@ -79,6 +80,16 @@ class CtrlC:
 
 
 _installed: CtrlC | None = None
+
+#: Called at the first Ctrl-C, before the crawl hears of it: ``-v`` prints the task tree
+#: (shared/tasktree.py) while every task is still paused where the press found it.
+at_first_press: list[Callable[[], object]] = []
+
+
+def tell_first_press() -> None:
+    """Call the :data:`at_first_press` hooks, from the SIGINT handler."""
+    for hook in at_first_press:
+        hook()
 
 
 def install() -> CtrlC | None:
@@ -151,6 +162,15 @@ def left_to_asyncio(runner: asyncio.Runner) -> Iterator[None]:
     runner.get_loop()
     if _installed.presses:
         raise KeyboardInterrupt
+    if at_first_press:  # the Runner's own handler, which run() installs, tells them first
+        on_sigint = runner._on_sigint  # type: ignore[attr-defined]
+
+        def told_first(signum: int, frame: FrameType | None, main_task: asyncio.Task[None]) -> None:
+            if not runner._interrupt_count:  # type: ignore[attr-defined]
+                tell_first_press()
+            on_sigint(signum, frame, main_task)
+
+        runner._on_sigint = told_first  # type: ignore[attr-defined]  # for this Runner only
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield

@@ -29,6 +29,8 @@ DEFAULT_CHARSET = "utf-8"
 # both put "charset=" right before the name, so one pattern finds either.
 _META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
 _META_SNIFF_BYTES = 4096  # browsers look for the meta charset early in the document too
+# A byte that was not UTF-8 in a header, kept by decoding with "surrogateescape".
+_RAW_BYTE = re.compile("[\udc80-\udcff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +56,14 @@ def redirect_target(url: str, response: Response) -> str | None:
     """Return the absolute, normalised URL a redirect points to.
 
     The Location header is joined to the request URL, so relative targets work.
-    None when the header is missing or does not make an http(s) URL.
+    None when the header is missing or does not make an http(s) URL.  Every stage
+    decodes it as UTF-8; a byte that is not UTF-8 (``caf\\xe9`` in Latin-1) is
+    percent-encoded as it is (``caf%E9``), as a browser sends it on.
     """
     location = response.headers.get("location")
     if not location or not is_redirect(response.status):
         return None
+    location = _RAW_BYTE.sub(lambda m: f"%{ord(m[0]) - 0xDC00:02X}", location)
     return resolve(url, location)
 
 
@@ -73,7 +78,8 @@ def content_type(response: Response) -> tuple[str | None, str | None]:
         name, _, value = param.partition("=")
         if name.strip().lower() == "charset" and value.strip():
             charset = value.strip().strip("\"'")
-    return media_type.strip().lower() or None, charset
+    # A byte that was not UTF-8 becomes U+FFFD here: the type is recorded and printed.
+    return _RAW_BYTE.sub("\ufffd", media_type.strip().lower()) or None, charset
 
 
 def is_parsed(media_type: str | None) -> bool:
@@ -88,7 +94,7 @@ def _known_codec(name: str | None) -> str | None:
     try:
         b"a".decode(name, "replace")  # LookupError for unknown and non-text codecs (rot13)
         return codecs.lookup(name).name
-    except LookupError:
+    except (LookupError, UnicodeError):  # UnicodeError: a name with a byte that was not UTF-8
         return None
 
 

@@ -150,6 +150,53 @@ def first_resume(code: CodeType) -> int:
     return next((i.offset for i in dis.get_instructions(code) if i.opname == "RESUME"), 0)
 
 
+class CoroutineSteps:
+    """Stage 3's profile function: it sees each coroutine frame entered, and tells tracers.
+
+    One hook serves every tracer of a crawl (``--trace`` and ``--trace-events`` together):
+    Python has a single profile function per thread.
+    """
+
+    def __init__(self, tracer: Tracer, filename: str, task_name: Callable[[], str]) -> None:
+        """Follow the coroutines defined in ``filename``; tell ``tracer`` of each step."""
+        self.tracers = [tracer]
+        self.filename = filename
+        self.task_name = task_name
+        self.chain: list[FrameType] = []
+
+    def ours(self, frame: FrameType | None) -> bool:
+        """Tell whether a frame runs one of the coroutines this trace follows."""
+        if frame is None:  # the caller of the stack's bottom frame
+            return False
+        code = frame.f_code
+        return code.co_filename == self.filename and bool(code.co_flags & CO_COROUTINE)
+
+    def tell(self, what: str, url: str | None) -> None:
+        """Tell every tracer of one step."""
+        who = self.task_name()
+        for tracer in list(self.tracers):
+            tracer.line(who, what, url)
+
+    def flush(self) -> None:
+        """The chain resumed in this step is complete: tell of it."""
+        if self.chain:
+            urls = [f.f_locals["url"] for f in self.chain if "url" in f.f_locals]
+            names = ">".join(f.f_code.co_name for f in self.chain)
+            self.chain.clear()  # first: if the line cannot be written, it is not tried again
+            self.tell(f"{names} resumed", urls[-1] if urls else None)
+
+    def __call__(self, frame: FrameType, event: str, arg: object) -> None:
+        """The profile function: called at each call and return, here for each call."""
+        if event != "call":
+            return
+        if self.ours(frame) and frame.f_lasti > first_resume(frame.f_code):
+            self.chain.append(frame)  # resumed where it paused: one more link of this step
+            return
+        self.flush()  # entered anything else: the chain resumed in this step is complete
+        if self.ours(frame) and not self.ours(frame.f_back):  # a task's first step
+            self.tell(f"{frame.f_code.co_name} started", frame.f_locals.get("url"))
+
+
 @contextmanager
 def trace_coroutines(
     tracer: Tracer | None, filename: str, task_name: Callable[[], str]
@@ -159,43 +206,26 @@ def trace_coroutines(
     asyncio's Task is written in C, so there is no step method to hook; instead a
     profile function sees each coroutine frame entered.  One step resumes the chain
     outermost first (work, then fetch, then request), so the names gather until a
-    frame from elsewhere is entered, and the step is printed then.  A task's first step
-    enters one of our coroutines from asyncio's code: it prints "started", as stage 2's
+    frame from elsewhere is entered, and the step is told then.  A task's first step
+    enters one of our coroutines from asyncio's code: it says "started", as stage 2's
     ``<- None``.  A coroutine one of ours calls is part of its caller's step, not a new
-    one.  Without a tracer this does nothing.
+    one.  Without a tracer this does nothing; a second tracer joins the first's hook.
     """
     if tracer is None:
         yield
         return
-    chain: list[FrameType] = []
-
-    def ours(frame: FrameType | None) -> bool:
-        """Tell whether a frame runs one of the coroutines this trace follows."""
-        if frame is None:  # the caller of the stack's bottom frame
-            return False
-        code = frame.f_code
-        return code.co_filename == filename and bool(code.co_flags & CO_COROUTINE)
-
-    def flush() -> None:
-        if chain:
-            urls = [f.f_locals["url"] for f in chain if "url" in f.f_locals]
-            names = ">".join(f.f_code.co_name for f in chain)
-            chain.clear()  # first: if the line cannot be written, it is not tried again
-            tracer.line(task_name(), f"{names} resumed", urls[-1] if urls else None)
-
-    def profile(frame: FrameType, event: str, arg: object) -> None:
-        if event != "call":
-            return
-        if ours(frame) and frame.f_lasti > first_resume(frame.f_code):
-            chain.append(frame)  # resumed where it paused: one more link of this step
-            return
-        flush()  # entered anything else: the chain resumed in this step is complete
-        if ours(frame) and not ours(frame.f_back):  # a task's first step
-            tracer.line(task_name(), f"{frame.f_code.co_name} started", frame.f_locals.get("url"))
-
-    sys.setprofile(profile)
+    current = sys.getprofile()
+    if isinstance(current, CoroutineSteps) and current.filename == filename:
+        current.tracers.append(tracer)
+        try:
+            yield
+        finally:
+            current.tracers.remove(tracer)
+        return
+    steps = CoroutineSteps(tracer, filename, task_name)
+    sys.setprofile(steps)
     try:
         yield
     finally:
         sys.setprofile(None)
-        flush()
+        steps.flush()

@@ -184,6 +184,45 @@ def test_hostile_pages_end_as_records_and_the_crawl_finishes(stage: ModuleType) 
         assert_matches_oracle(result, site.expected(base_url, max_tries=2))
 
 
+@pytest.fixture(scope="module")
+def wire_site() -> Iterator[tuple[Site, str]]:
+    """A small site with the wire cases: responses odd byte by byte (hostile_wire.py)."""
+    site = Site(pages=30, wire=True)
+    with serve(site) as base_url:
+        yield site, base_url
+
+
+def test_the_wire_cases_give_each_stage_the_oracles_records(
+    stage: ModuleType, wire_site: tuple[Site, str]
+) -> None:
+    """UTF-8 and Latin-1 Locations, obs-fold, control bytes, lying lengths, a gzip bomb...
+
+    Every URL once, each record as the oracle says for this stage, the healthy pages
+    (the generated ones and the traps) unharmed, each URL requested once per try.
+    """
+    site, base_url = wire_site
+    site.reset()
+    result = stage.crawl([base_url], Options(max_tries=2))
+    expected = site.expected(base_url, max_tries=2, stage=stage.__name__)
+    assert_matches_oracle(result, expected)
+    requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
+    assert requested == {url: exp.tries for url, exp in expected.items()}
+
+
+def test_the_wire_cases_crawled_from_the_command_line_exit_0(
+    stage: ModuleType, wire_site: tuple[Site, str]
+) -> None:
+    """The report prints every record, odd bytes in a media type too, and exits 0."""
+    site, base_url = wire_site
+    site.reset()
+    done = run_stage(stage, base_url, "--max-tries", "1")
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stdout.splitlines() if line.startswith(base_url)]
+    urls = [line.split()[0] for line in lines]
+    assert sorted(urls) == sorted(site.expected(base_url, max_tries=1, stage=stage.__name__))
+    assert f"{base_url}wire/type-latin1 200 text/ht\ufffdml" in done.stdout
+
+
 def test_timeout_ends_a_silent_page_with_an_error(stage: ModuleType) -> None:
     site = Site(hostile=True)
     with serve(site) as base_url:

@@ -26,10 +26,12 @@ import aiohttp
 import pytest
 
 from shared.crawling import Options
+from shared.observe import watching
 from shared.report import CrawlResult, FetchStatistic
 from shared.testsite import TRAPS, ServerTLS, Site, serve
 from shared.testsite.endless import ENDLESS, ENDLESS_FAILING, KEEPALIVE_PAGES
 from shared.testsite.oracle import assert_matches_oracle
+from shared.timeline import Timeline
 
 TIMEOUT_S = 2.0  # the --timeout of these crawls
 MARGIN_S = 1.0  # what a try may run past its timeout: a turn of a busy loop, not a flood
@@ -44,9 +46,14 @@ def held(site: Site, count: int) -> list[tuple[str, float]]:
     return list(site.held)
 
 
-def durations(result: CrawlResult) -> dict[str, float]:
-    """How long each URL's fetch took, from its start to its record."""
-    return {url: end - start for url, start, end in result.timeline}
+def timed_crawl(
+    stage: ModuleType, roots: list[str], options: Options
+) -> tuple[CrawlResult, dict[str, float]]:
+    """Crawl with a Timeline watching; the result, and how long each URL's fetch took."""
+    timeline = Timeline()
+    with watching(timeline):
+        result = stage.crawl(roots, options)
+    return result, {url: end - start for url, start, end in timeline.timeline}
 
 
 @pytest.mark.parametrize("kind", ["interim-flood", "tiny-chunks"])
@@ -60,14 +67,14 @@ def test_a_flood_ends_at_its_timeout_and_the_page_beside_it_is_served(
     with serve(site) as base_url:
         flood, page = base_url + ENDLESS[kind].lstrip("/"), base_url + "wide/0"
         started = time.monotonic()
-        result = stage.crawl([flood, page], Options(timeout=TIMEOUT_S, max_tries=1))
+        result, took = timed_crawl(stage, [flood, page], Options(timeout=TIMEOUT_S, max_tries=1))
         elapsed = time.monotonic() - started
         ends = dict(held(site, 1))
     records = result.by_url()
     assert records[page].status == 200 and records[page].error is None, records[page]
     assert records[flood].status is None and records[flood].tries == 1
     assert "Timeout" in (records[flood].error or ""), records[flood].error  # its own timeout
-    assert durations(result)[flood] <= TIMEOUT_S + MARGIN_S, durations(result)
+    assert took[flood] <= TIMEOUT_S + MARGIN_S, took
     assert ends[ENDLESS[kind]] <= TIMEOUT_S + MARGIN_S, ends  # the server saw it hang up
     assert elapsed <= TIMEOUT_S + MARGIN_S + 1, f"the crawl took {elapsed:.1f} s"
 
@@ -79,11 +86,11 @@ def test_a_flood_over_https_ends_at_its_timeout_too(stage: ModuleType, test_ca: 
     options = Options(timeout=TIMEOUT_S, max_tries=1, cafile=test_ca.cafile)
     with serve(site, tls=test_ca) as base_url:
         flood, page = base_url + ENDLESS["interim-flood"].lstrip("/"), base_url + "wide/0"
-        result = stage.crawl([flood, page], options)
+        result, took = timed_crawl(stage, [flood, page], options)
     records = result.by_url()
     assert records[page].status == 200 and records[page].error is None, records[page]
     assert "Timeout" in (records[flood].error or ""), records[flood].error
-    assert durations(result)[flood] <= TIMEOUT_S + MARGIN_S, durations(result)
+    assert took[flood] <= TIMEOUT_S + MARGIN_S, took
 
 
 def test_a_fetch_ends_within_its_tries_times_timeout_and_delay(stage: ModuleType) -> None:
@@ -93,10 +100,10 @@ def test_a_fetch_ends_within_its_tries_times_timeout_and_delay(stage: ModuleType
     with serve(site) as base_url:
         flood = base_url + ENDLESS["interim-flood"].lstrip("/")
         options = Options(timeout=timeout, delay=delay, max_tries=tries, ignore_robots=True)
-        result = stage.crawl([flood], options)
+        result, took = timed_crawl(stage, [flood], options)
     [record] = result.fetches
     assert (record.status, record.tries) == (None, tries) and "Timeout" in (record.error or "")
-    assert durations(result)[flood] <= tries * (timeout + delay) + MARGIN_S, durations(result)
+    assert took[flood] <= tries * (timeout + delay) + MARGIN_S, took
 
 
 def test_the_endless_catalogue_gives_the_oracles_records(stage: ModuleType) -> None:
@@ -104,12 +111,12 @@ def test_the_endless_catalogue_gives_the_oracles_records(stage: ModuleType) -> N
     site = Site(pages=6, traps=False, endless=True, endless_s=15)
     timeout, tries = 1.0, 2
     with serve(site) as base_url:
-        result = stage.crawl([base_url], Options(timeout=timeout, max_tries=tries))
+        result, took = timed_crawl(stage, [base_url], Options(timeout=timeout, max_tries=tries))
         assert_matches_oracle(result, site.expected(base_url, max_tries=tries))
         ends = held(site, tries * len(ENDLESS_FAILING))
     failing = {base_url + ENDLESS[name].lstrip("/") for name in ENDLESS_FAILING}
     assert failing <= result.urls
-    for url, seconds in durations(result).items():
+    for url, seconds in took.items():
         record = result.by_url()[url]
         assert seconds <= record.tries * timeout + MARGIN_S, (url, seconds, record)
     # The server's side: each connection to an endless case ended within a try's bound.

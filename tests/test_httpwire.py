@@ -12,12 +12,14 @@ import pytest
 
 import shared
 from shared.httpwire import (
+    MAX_FIELD,
     USER_AGENT,
     ResponseParser,
     WireError,
     address,
     request_bytes,
 )
+from shared.responses import redirect_target
 
 SIMPLE = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello"
 
@@ -137,18 +139,35 @@ def test_chunked_with_extension_and_trailer() -> None:
     assert parser.response().body == b"hello" + b"x" * 26
 
 
-def test_chunked_beats_content_length() -> None:
-    parser = parse(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n"
-        b"3\r\nabc\r\n0\r\n\r\n"
-    )
-    assert parser.response().body == b"abc"
+def test_chunked_and_content_length_together_are_refused() -> None:
+    """The smuggler's pair (RFC 9112, section 6.3): an error, as aiohttp makes it."""
+    with pytest.raises(WireError, match="both"):
+        parse(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"3\r\nabc\r\n0\r\n\r\n"
+        )
 
 
 @pytest.mark.parametrize(
     "framing",
-    [b"zz\r\n", b"0x5\r\nhello\r\n0\r\n\r\n", b"5\r\nhelloXX\r\n", b"5" * 2000],
-    ids=["not-hex", "0x-prefix", "data-too-long", "endless-size-line"],
+    [
+        b"zz\r\n",
+        b"0x5\r\nhello\r\n0\r\n\r\n",
+        b"5\r\nhelloXX\r\n",
+        b"5" * 2000,
+        b" 5\r\nhello\r\n",
+        b"5;a=\x01\r\nhello\r\n",
+        b"5;a=\rb\r\nhello\r\n",
+    ],
+    ids=[
+        "not-hex",
+        "0x-prefix",
+        "data-too-long",
+        "endless-size-line",
+        "space-before-size",
+        "control-byte-in-extension",
+        "bare-cr-in-extension",
+    ],
 )
 def test_bad_chunk_framing(framing: bytes) -> None:
     with pytest.raises(WireError):
@@ -244,15 +263,137 @@ def test_header_line_without_colon() -> None:
         ResponseParser().feed(b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n")
 
 
-@pytest.mark.parametrize("value", [b"-1", b"abc", b"1.5", b"", b"5, 6"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"-1",
+        b"abc",
+        b"1.5",
+        b"",
+        b"5, 6",
+        b"5, 5",  # a list, even of one value: aiohttp refuses it too
+        b"+5",
+        b"5\xa0",  # NBSP is no whitespace in HTTP: str.strip() would have dropped it
+        b"\xa05",
+        b"5\x85",
+        b"\xd9\xa5",  # an Arabic-Indic five: a digit to str.isdigit(), not to HTTP
+        b"1" * 21,
+        b"18446744073709551616",  # 2**64
+    ],
+)
 def test_invalid_content_length(value: bytes) -> None:
     with pytest.raises(WireError, match="Content-Length"):
         ResponseParser().feed(b"HTTP/1.1 200 OK\r\nContent-Length: " + value + b"\r\n\r\n")
 
 
-def test_repeated_identical_content_length_is_accepted() -> None:
-    parser = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello")
+def test_repeated_content_length_is_refused_even_when_identical() -> None:
+    with pytest.raises(WireError, match="Content-Length"):
+        parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello")
+
+
+def test_content_length_between_tabs_and_with_leading_zeros() -> None:
+    parser = parse(b"HTTP/1.1 200 OK\r\nContent-Length:\t 0005 \t\r\n\r\nhello")
     assert parser.response().body == b"hello"
+
+
+def test_transfer_encoding_is_chunked_only_when_it_says_so_exactly() -> None:
+    """A "chunked\\xa0" is no chunked: the body then runs to the close, framing and all."""
+    chunks = b"2\r\nhi\r\n0\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+    assert parse(head + b"chunked\xa0\r\n\r\n" + chunks).response().body == chunks
+    assert parse(head + b"gzip, Chunked \t\r\n\r\n" + chunks).response().body == b"hi"
+
+
+# --- header text: one reading in every stage ---------------------------------------------
+
+
+def test_header_values_are_utf8_with_raw_bytes_kept() -> None:
+    """As aiohttp reads them: UTF-8, and a byte that is not UTF-8 kept as a surrogate."""
+    parser = parse(
+        b"HTTP/1.1 302 Found\r\nLocation: /with space/\xc3\xbc\r\n"
+        b"X-Latin-1: caf\xe9\r\nContent-Length: 0\r\n\r\n"
+    )
+    headers = parser.response().headers
+    assert headers["location"] == "/with space/\u00fc"
+    assert headers["x-latin-1"] == "caf\udce9"
+    assert headers["x-latin-1"].encode("utf-8", "surrogateescape") == b"caf\xe9"
+
+
+@pytest.mark.parametrize(
+    ("raw", "target"),
+    [
+        (b"/with space/\xc3\xbc", "http://h/with%20space/%C3%BC"),  # UTF-8, as aiohttp
+        (b"/caf\xe9", "http://h/caf%E9"),  # not UTF-8: the byte as it is, percent-encoded
+        (b"/a\r\n b", "http://h/a%20b"),  # obs-fold: a space
+        (b"http://[::1", None),  # no URL at all
+    ],
+)
+def test_location_means_the_same_in_every_stage(raw: bytes, target: str | None) -> None:
+    """The parser's reading and shared.responses' meaning, as stages 1 and 2 chain them."""
+    parser = parse(b"HTTP/1.1 302 Found\r\nLocation: " + raw + b"\r\nContent-Length: 0\r\n\r\n")
+    assert redirect_target("http://h/x", parser.response()) == target
+
+
+def test_only_spaces_and_tabs_are_trimmed_around_a_value() -> None:
+    parser = parse(
+        b"HTTP/1.1 200 OK\r\nX-A: \t a b \t\r\nX-Nbsp:\xa0\r\nX-Nel: \x85x\x85\r\n"
+        b"X-Ctl: \x01\x7f\r\nContent-Length: 0\r\n\r\n"
+    )
+    headers = parser.response().headers
+    assert headers["x-a"] == "a b"
+    assert headers["x-nbsp"] == "\udca0"  # kept, not stripped: it is part of the value
+    assert headers["x-nel"] == "\udc85x\udc85"
+    assert headers["x-ctl"] == "\x01\x7f"  # other control bytes pass, as in aiohttp
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"Location: /a\x00b", b"Location: /a\rb", b"X-A: b\r", b"X-A: b\r\r"],
+    ids=["nul", "bare-cr", "cr-at-the-end", "two-crs"],
+)
+def test_nul_and_bare_cr_in_a_value_are_errors(line: bytes) -> None:
+    with pytest.raises(WireError, match="NUL or bare CR"):
+        parse(b"HTTP/1.1 302 Found\r\n" + line + b"\r\nContent-Length: 0\r\n\r\n")
+
+
+def test_obs_fold_continues_the_field_before_it() -> None:
+    """RFC 9112, section 5.2: the fold's line break goes, its whitespace stays (aiohttp's way)."""
+    parser = parse(
+        b"HTTP/1.1 200 OK\r\nX-A: b\r\n c\r\nX-B: d\r\n\te \r\n \r\nX-C:\r\n f\r\n"
+        b"Content-Length: 2\r\n\r\nhi"
+    )
+    headers = parser.response().headers
+    assert (headers["x-a"], headers["x-b"], headers["x-c"]) == ("b c", "d\te", "f")
+
+
+def test_a_folded_line_with_a_colon_is_no_field_of_its_own() -> None:
+    """The folded "Content-Length: 2" belongs to X-A: the body runs to the close."""
+    parser = parse(b"HTTP/1.1 200 OK\r\nX-A: b\r\n Content-Length: 2\r\n\r\nhello")
+    assert parser.response().headers == {"x-a": "b Content-Length: 2"}
+    assert parser.response().body == b"hello"
+
+
+def test_a_folded_line_before_any_field_is_an_error() -> None:
+    with pytest.raises(WireError, match="folded line"):
+        parse(b"HTTP/1.1 200 OK\r\n X-A: b\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.mark.parametrize("name", [b"X-A ", b"X(A)", b"X\xe9", b"X A", b""])
+def test_a_field_name_must_be_a_token(name: bytes) -> None:
+    with pytest.raises(WireError):
+        parse(b"HTTP/1.1 200 OK\r\nX-Z: 1\r\n" + name + b": b\r\nContent-Length: 0\r\n\r\n")
+
+
+def test_aiohttps_limits_on_fields_hold_in_every_stage() -> None:
+    """At most 128 fields of at most 8190 bytes each, as stage 3's aiohttp allows."""
+    ok = b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 127 + b"Content-Length: 0\r\n\r\n"
+    assert len(parse(ok).response().headers) == 2
+    with pytest.raises(WireError, match="128 header fields"):
+        parse(b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 128 + b"Content-Length: 0\r\n\r\n")
+    field = b"X-A: " + b"v" * (MAX_FIELD - len(b"X-A") - 1)  # the colon and space not counted
+    assert parse(b"HTTP/1.1 200 OK\r\n" + field + b"\r\n\r\n").done
+    with pytest.raises(WireError, match="longer than 8190"):
+        parse(b"HTTP/1.1 200 OK\r\n" + field + b"v\r\n\r\n")
 
 
 def test_header_block_too_long() -> None:

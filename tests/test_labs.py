@@ -76,8 +76,8 @@ def guide(name: str) -> str:
 
 
 def guides() -> list[Path]:
-    """Every lab guide, in order: NN-name.md."""
-    return sorted(LABS.glob("[0-9][0-9]-*.md"))
+    """Every lab guide, in order: NN-name.md (its Chinese NN-name.zh-CN.md aside)."""
+    return sorted(p for p in LABS.glob("[0-9][0-9]-*.md") if not p.name.endswith(".zh-CN.md"))
 
 
 def answer(name: str) -> str:
@@ -789,3 +789,46 @@ def test_lab7_a_coroutine_that_never_waits_holds_the_loop_until_the_site_lets_go
     assert broken[before.url]["error"].startswith(
         "WireError: connection closed before the response was complete"
     ), broken[before.url]
+# --- lab 8: a crawl that hangs, and where every task waits --------------------------------
+
+
+@pytest.mark.parametrize("package", ["stage2_generators", "stage3_asyncio"])
+def test_lab8_the_tree_says_robots_txt_waits_to_read_and_worker0_waits_for_it(
+    package: str, tmp_path: Path
+) -> None:
+    """The guide's silent server and crawl: SIGUSR1, then Ctrl-C with -v, print the tree."""
+    text = guide("08-where-every-task-waits.md")
+    (script,) = blocks(text, "python")
+    server_cmd, crawl_cmd = commands(text)
+    assert server_cmd[:2] == ["-m", "out.labs.silent"] and server_cmd[-1] == "&"
+    assert crawl_cmd[:2] == ["-m", "stage2_generators"]
+    assert "-v" in crawl_cmd and "--timeout" in crawl_cmd
+    path = tmp_path / "silent.py"
+    path.write_text(script, "utf-8")
+    with processes() as start:
+        server = start([str(path), "0"], tmp_path / "server")  # any free port, not 8007
+        deadline = time.monotonic() + BOUND_S
+        while not server.stdout and time.monotonic() < deadline:
+            time.sleep(0.05)
+        url = server.stdout.split()[0]
+        args = [url if arg.startswith("http://") else arg for arg in crawl_cmd[2:]]
+        crawl = start(["-m", package, *args], tmp_path / "crawl")
+        time.sleep(2.0)  # time to start, connect, send the request and wait
+        crawl.proc.send_signal(signal.SIGUSR1)
+        while crawl.stderr.count("--- tasks ---") < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert crawl.proc.poll() is None, crawl.stderr  # still hanging, still there
+        crawl.proc.send_signal(signal.SIGINT)
+        assert crawl.wait() == 130
+    trees = crawl.stderr.split("--- tasks ---")[1:]
+    assert len(trees) == 2, crawl.stderr  # one asked for, one at Ctrl-C with -v
+    for tree in trees:
+        robots = tree[tree.index("* Task(name='robots.txt'") :]
+        robots = robots[: robots.find("\n* ") if "\n* " in robots else len(robots)]
+        stack, awaited = robots.split("+ Awaited by:\n")
+        assert "Crawler.request()" in stack and "Crawler.fetch()" in stack
+        if package == "stage2_generators":
+            assert "sock_recv()" in stack  # the answer's first byte, which never comes
+        assert awaited.startswith("   * Task(name='worker-0'") and "Crawler.robots()" in awaited
+        idle = tree[tree.index("* Task(name='worker-1'") :]
+        assert "Queue.get()" in idle.split("\n* ")[0]

@@ -66,7 +66,7 @@ def loaded_by(code: str, tmp_path: Path, *args: str) -> dict[str, object]:
 
 @pytest.mark.parametrize("package", [STAGES["stage1"], STAGES["stage2"]])
 def test_a_hand_made_loop_crawls_without_asyncio_or_threads(package: str, tmp_path: Path) -> None:
-    """A crawl by stage 1 or 2, --trace and --timeline on, loads neither asyncio nor a thread.
+    """A crawl by stage 1 or 2, its instruments on, loads neither asyncio nor a thread.
 
     ``threading`` itself is imported by the standard library's ``logging`` (every
     version), which the crawler logs with: it may be loaded only if ``import logging``
@@ -76,6 +76,7 @@ def test_a_hand_made_loop_crawls_without_asyncio_or_threads(package: str, tmp_pa
     with serve(site_) as base_url:  # served by this process: the child only crawls
         json_out = tmp_path / "crawl.json"
         args = [base_url, "-q", "--trace", "--timeline", "--json", str(json_out)]
+        args += ["--trace-events", str(tmp_path / "trace.json")]
         report = loaded_by(REPORT, tmp_path, package, *args)
     doc = json.loads(json_out.read_text(encoding="utf-8"))
     assert len(doc["fetches"]) == len(site_.expected(base_url)) and doc["timeline"]

@@ -14,6 +14,7 @@ page to the repository:
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 import json
 import os
@@ -45,7 +46,7 @@ BOUND_S = 60  # far above any run here: only a hang ever reaches it
 REFERENCE = re.compile(r"`([\w/]+\.py)(?::([\w.]+))?`")
 # Pages that are linked before they are written: each must still be missing (a test says
 # so), so that the day one is written, it comes off this list and its links are checked.
-LINKED_BEFORE_WRITTEN = {"shared/tools/exercises/GRADING.md"}
+LINKED_BEFORE_WRITTEN: set[str] = set()
 
 
 def read(path: Path) -> str:
@@ -83,14 +84,19 @@ def slug(heading: str) -> str:
 
 def anchors(text: str) -> set[str]:
     """The anchors of a page's headings, numbered as GitHub numbers repeated ones."""
-    found: set[str] = set()
+    return set(anchor_list(text))
+
+
+def anchor_list(text: str) -> list[str]:
+    """The anchors of a page's headings in the page's order."""
+    found: list[str] = []
     for heading in re.findall(r"^#{1,6} (.+)$", prose_keep_code_text(text), re.MULTILINE):
         base, n = slug(heading), 0
         name = base
         while name in found:
             n += 1
             name = f"{base}-{n}"
-        found.add(name)
+        found.append(name)
     return found
 
 
@@ -503,11 +509,13 @@ def test_the_course_plan_has_every_exercise_in_the_chapters_order_and_every_lab(
     named = re.findall(r"^- exercise `([\w-]+)`", text, re.MULTILINE)
     assert named == exercise_order()
     linked = set(re.findall(r"\(\.\./labs/(\d\d-[\w-]+\.md)\)", text))
-    assert linked == {path.name for path in LABS.glob("[0-9][0-9]-*.md")}
+    labs = {path.name for path in LABS.glob("[0-9][0-9]-*.md") if ".zh-CN." not in path.name}
+    assert linked == labs
 
 
-def test_the_90_minute_plan_fills_90_minutes_with_marked_steps() -> None:
-    text = read(TEACHERS / "plan-90-minutes.md")
+@pytest.mark.parametrize("name", ["plan-90-minutes.md", "plan-90-minutes.zh-CN.md"])
+def test_the_90_minute_plan_fills_90_minutes_with_marked_steps(name: str) -> None:
+    text = read(TEACHERS / name)
     rows = re.findall(r"^\| (\d+)-(\d+) \| [^|]+ \| ([\w-]+) \|", text, re.MULTILINE)
     assert rows and rows[0][0] == "0" and rows[-1][1] == "90"
     assert all(int(a[1]) == int(b[0]) for a, b in itertools.pairwise(rows))
@@ -565,13 +573,15 @@ def test_the_layout_names_what_is_there_and_every_module_of_shared() -> None:
     assert len(named) >= 25
 
 
+@pytest.mark.parametrize("page", ["README.md", "README.zh-CN.md"])
 @pytest.mark.parametrize(("exercise", "function"), [("per-host", "host_slot"), ("delay", "polite")])
 def test_what_each_style_costs_counts_each_stages_function_as_the_book_does(
-    exercise: str, function: str
+    exercise: str, function: str, page: str
 ) -> None:
     """The exercise's table of lines: the function's own count is the code's; the sums add up."""
-    text = read(EXERCISES / exercise / "README.md")
-    section = text[text.index("## What each style costs") :]
+    text = read(EXERCISES / exercise / page)
+    heading = "## 每种风格的代价" if page.endswith(ZH) else "## What each style costs"
+    section = text[text.index(heading) :]
     rows = re.findall(r"^\| (\d), \w+ \| (\d+) \| (\d+)[:|][^\n]*\| (\d+) \|$", section, re.M)
     assert [row[0] for row in rows] == ["1", "2", "3"], "a row per stage"
     for (stage, own, elsewhere, total), package in zip(rows, STAGE_PACKAGES, strict=True):
@@ -589,3 +599,229 @@ def test_what_each_style_costs_counts_each_stages_function_as_the_book_does(
         )
         assert int(own) == counted, f"stage {stage}'s {function} counts {counted} lines"
         assert int(own) + int(elsewhere) == int(total), f"stage {stage}: the sum"
+
+
+# --- the Chinese pages -------------------------------------------------------------------------
+#
+# A page a student follows in class has a Chinese version beside it, README.zh-CN.md beside
+# README.md.  The prose is translated; what a student types or reads as code is not: each
+# Chinese page must keep its English page's code blocks, commands, headings (their level and
+# their code) and links, so that a change to the English page that the Chinese one does not
+# follow fails a test that names the page.
+
+ZH = ".zh-CN.md"
+GLOSSARY = ROOT / "shared" / "GLOSSARY.md"
+#: The pages a student follows in class, each of which must have its Chinese version.
+IN_CLASS = [
+    README,
+    SHOW,
+    EXERCISES / "README.md",
+    LABS / "README.md",
+    *sorted(p for p in LABS.glob("[0-9][0-9]-*.md") if not p.name.endswith(".zh-CN.md")),
+    TEACHERS / "README.md",
+    TEACHERS / "plan-90-minutes.md",
+    *sorted(path.parent / "README.md" for path in EXERCISES.glob("*/exercise.toml")),
+]
+# A command as a page writes it in `inline code`: what a student types.
+COMMAND = re.compile(r"^(?:nox|python3?|pipx|git|pip|apt(?:-get)?|brew|mkdir|\$PY)\s|^PY=|^\.venv/")
+
+
+def chinese(page: Path) -> Path:
+    """The Chinese version of an English page: README.md -> README.zh-CN.md."""
+    return page.with_name(page.name.removesuffix(".md") + ZH)
+
+
+def english(page: Path) -> Path:
+    """The English page a Chinese one translates: README.zh-CN.md -> README.md."""
+    return page.with_name(page.name.removesuffix(ZH) + ".md") if page.name.endswith(ZH) else page
+
+
+def translated() -> list[Path]:
+    """Every Chinese page of the repository."""
+    return sorted(page for page in pages() if page.name.endswith(ZH))
+
+
+def code_blocks(text: str) -> list[str]:
+    """Every fenced block, those indented inside a list item too, without the indentation."""
+    blocks = re.findall(r"^( *)```[^\n]*\n(.*?)^ *```", text, re.DOTALL | re.MULTILINE)
+    return [re.sub(f"(?m)^{indent}", "", block) for indent, block in blocks]
+
+
+def inline_code(text: str) -> list[str]:
+    """The `inline code` of a page outside its blocks, a span broken over lines joined."""
+    spans = re.findall(r"`([^`]+)`", re.sub(r"(?ms)^ *```.*?^ *```", "", text))
+    return [" ".join(span.split()) for span in spans]
+
+
+def commands(text: str) -> set[str]:
+    """The commands and the code references (`stage2_generators/tasks.py:Task`) a page names."""
+    return {c for c in inline_code(text) if COMMAND.match(c) or REFERENCE.fullmatch(f"`{c}`")}
+
+
+def headings(text: str) -> list[tuple[int, list[str]]]:
+    """Each heading's level and the code in it, in order: the words are the language's."""
+    found = re.findall(r"^(#{1,6}) (.+)$", prose_keep_code_text(text), re.MULTILINE)
+    return [(len(hashes), re.findall(r"`([^`]+)`", words)) for hashes, words in found]
+
+
+def link_targets(page: Path) -> set[str]:
+    """Where a page's links lead, the same in both languages: a Chinese page as its English
+    one, an anchor as the number of its heading.  The links between a page and its other
+    language, and to the glossary, are left out: a page may have them and its other not."""
+    found = set()
+    for target in links(read(page)):
+        if re.match(r"^[a-z]+:", target):
+            found.add(target)
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if dest.is_file() and anchor and anchor in anchor_list(read(dest)):
+            anchor = str(anchor_list(read(dest)).index(anchor))
+        dest = english(dest) if dest.name.endswith(ZH) else dest
+        if dest == GLOSSARY or (dest == english(page) and not anchor):
+            continue
+        name = dest.relative_to(ROOT).as_posix() if dest.is_relative_to(ROOT) else str(dest)
+        found.add(f"{name}#{anchor}" if anchor else name)
+    return found
+
+
+def test_every_page_a_student_follows_has_its_chinese_version() -> None:
+    assert len(IN_CLASS) >= 12 + len(exercise_order())
+    missing = [page_id(chinese(page)) for page in IN_CLASS if not chinese(page).exists()]
+    assert not missing, f"write these: {missing}"
+
+
+def test_every_chinese_page_translates_an_english_one() -> None:
+    assert chinese(README) in translated()
+    alone = [str(page.relative_to(ROOT)) for page in translated() if not english(page).exists()]
+    assert not alone, f"Chinese pages with no English page beside them: {alone}"
+
+
+def test_the_readme_and_its_chinese_version_link_each_other_and_the_glossary_first() -> None:
+    for page, other in ((README, chinese(README)), (chinese(README), README)):
+        top = "\n".join(read(page).splitlines()[:4])
+        assert f"]({other.name})" in top and "](shared/GLOSSARY.md)" in top, page.name
+
+
+def test_every_file_and_name_the_glossary_gives_exists() -> None:
+    references = REFERENCE.findall(read(GLOSSARY))
+    assert len(references) >= 20
+    missing = [
+        f"{file}:{name}"
+        for file, name in references
+        if not (ROOT / file).is_file() or (name and not defines(ROOT / file, name))
+    ]
+    assert not missing, f"the glossary names code that does not exist: {missing}"
+
+
+def page_id(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_page_and_its_chinese_version_name_each_other_at_the_top(page: Path) -> None:
+    """A reader lands on either: the other language is one click away, in the first lines.
+    An exercise's instructions become a workspace's INSTRUCTIONS.md, where a link to the
+    page beside them would lead nowhere: there the Chinese page names the English one."""
+    ours, theirs = ("\n".join(read(p).splitlines()[:4]) for p in (page, english(page)))
+    if (page.parent / "exercise.toml").exists():
+        assert "`README.md`" in ours and "README.zh-CN.md" not in theirs, page_id(page)
+        return
+    assert f"]({english(page).name})" in ours, f"{page_id(page)}: link the English page first"
+    assert f"]({page.name})" in theirs, f"{page_id(english(page))}: link {page.name} first"
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_has_its_english_pages_code_blocks(page: Path) -> None:
+    ours, theirs = code_blocks(read(page)), code_blocks(read(english(page)))
+    differ = [(a, b) for a, b in zip(ours, theirs, strict=False) if a != b]
+    assert len(ours) == len(theirs) and not differ, (
+        f"{page_id(page)}: {len(ours)} blocks against {len(theirs)} in {english(page).name}; "
+        f"first that differs: {differ[:1]}"
+    )
+
+
+def english_headings_stamp(page: Path) -> str:
+    """A short hash of an English page's headings, words and all: the Chinese page keeps the
+    one it was translated from, so a heading reworded in English alone is seen."""
+    found = re.findall(r"^#{1,6} .+$", prose_keep_code_text(read(page)), re.MULTILINE)
+    return hashlib.sha256("\n".join(found).encode()).hexdigest()[:12]
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_translates_the_english_headings_of_today(page: Path) -> None:
+    stamp = english_headings_stamp(english(page))
+    kept = re.findall(r"<!-- English headings: (\w+) -->", read(page))
+    assert kept == [stamp], (
+        f"{page_id(english(page))} has other headings than {page_id(page)} translates: "
+        f"bring the translation up to date, then end it with <!-- English headings: {stamp} -->"
+    )
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_has_its_english_pages_headings_in_order(page: Path) -> None:
+    ours, theirs = headings(read(page)), headings(read(english(page)))
+    assert ours == theirs, f"{page_id(page)}: headings (level, code) {ours} against {theirs}"
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_names_the_same_commands_and_code(page: Path) -> None:
+    ours, theirs = commands(read(page)), commands(read(english(page)))
+    assert ours == theirs, f"{page_id(page)}: only here {ours - theirs}; only there {theirs - ours}"
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_links_where_its_english_page_does(page: Path) -> None:
+    ours, theirs = link_targets(page), link_targets(english(page))
+    assert ours == theirs, f"{page_id(page)}: only here {ours - theirs}; only there {theirs - ours}"
+    english_only = [
+        target
+        for target in links(read(page))
+        if not re.match(r"^[a-z]+:", target)
+        and (dest := (page.parent / target.partition("#")[0]).resolve()).name.endswith(".md")
+        and not dest.name.endswith(ZH)
+        and chinese(dest).exists()
+        and dest != english(page)
+    ]
+    assert not english_only, f"{page_id(page)}: link the Chinese version of {english_only}"
+
+
+def test_each_parity_check_sees_its_own_kind_of_drift(tmp_path: Path) -> None:
+    text = "# A\n\nRun `nox -s stage1` ([x](x.md#a)).\n\n```sh\nnox -s stage1\n```\n"
+    (tmp_path / "x.md").write_text("# A\n\n## B\n", encoding="utf-8")
+    page, translation = tmp_path / "README.md", tmp_path / "README.zh-CN.md"
+    page.write_text(text, encoding="utf-8")
+    checks = {
+        "command": lambda p: commands(read(p)),
+        "heading": lambda p: headings(read(p)),
+        "block": lambda p: code_blocks(read(p)),
+        "link": link_targets,
+    }
+    drifts = {
+        "command": text.replace("Run `nox -s stage1`", "Run `nox -s stage2`"),
+        "heading": text.replace("# A", "## A"),
+        "block": text.replace("```sh\nnox -s stage1", "```sh\nnox -s stage3"),
+        "link": text.replace("x.md#a", "x.md#b"),
+    }
+    translation.write_text(text.replace("Run", "运行"), encoding="utf-8")
+    assert all(check(translation) == check(page) for check in checks.values())
+    for kind, drifted in drifts.items():
+        translation.write_text(drifted, encoding="utf-8")
+        seen = {name for name, check in checks.items() if check(translation) != check(page)}
+        assert seen == {kind}, (kind, seen)
+
+
+def line_numbers(page: Path) -> list[int]:
+    """The line numbers a page's prose names: "lines 64 and 65", or in Chinese "第 64 行"."""
+    text = re.sub(r"(?ms)^ *```.*?^ *```", "", read(page))
+    if page.name.endswith(ZH):
+        return [int(number) for number in re.findall(r"第 (\d+) 行", text)]
+    pairs = re.findall(r"\blines? (\d+)(?: and (\d+))?", text)
+    return [int(number) for pair in pairs for number in pair if number]
+
+
+@pytest.mark.parametrize("page", translated(), ids=page_id)
+def test_a_chinese_page_names_the_same_line_numbers(page: Path) -> None:
+    """A lab's diff moves when the code does: its words in both languages must move with it."""
+    ours, theirs = line_numbers(page), line_numbers(english(page))
+    assert ours == theirs, f"{page_id(page)}: lines {ours} against {theirs} in English"

@@ -558,3 +558,45 @@ def test_the_compare_pictures_fill_the_width_in_14_px_type(projector: Any, pictu
     assert shown["viewBox"] and shown["screen"] == browser.PROJECTOR[0]
     assert shown["width"] == shown["screen"], "the picture scales to the window's width"
     assert shown["smallest"] >= 14, shown
+
+
+def test_the_task_tree_says_where_every_task_waits(driver: Any, tmp_path: Path) -> None:
+    """At a step where a worker waits for robots.txt, the tree nests it under robots.txt's
+    task, and every chain names lines of the stage where a coroutine pauses."""
+    page = tmp_path / "robots.html"
+    argv = ["stage2", "--out", str(page), "--no-open", "--site-latency", "0.02", "-q"]
+    assert main([*argv, "--obey-robots"]) == 0
+    data = open_page(driver, page)
+    crawl = data["crawls"][0]
+    text, steps = crawl["strings"], crawl["steps"]
+    names = [text[actor[0]] for actor in crawl["actors"]]
+
+    def seen(state: int) -> set[str]:  # the tasks in a state, and what they wait for
+        waits = crawl["states"][state][1]
+        return {names[actor] for actor, _, _ in waits} | {text[label] for _, _, label in waits}
+
+    # The steps at which a task waits for robots.txt's task, which has had its first step.
+    waiting = [
+        i
+        for i, st in enumerate(steps["st"])
+        if {"robots.txt", "task robots.txt /robots.txt"} <= seen(st)
+    ]
+    assert waiting
+    for i in waiting[:3]:
+        driver.execute_script(
+            "const s = document.getElementById('slider'); s.value = arguments[0];"
+            "s.dispatchEvent(new Event('input'));",
+            i,
+        )
+        tree: str = driver.execute_script(
+            "return document.querySelector('.panel .tree pre').textContent"
+        )
+        robots = tree[tree.index("* Task(name='robots.txt')") :]
+        assert "\n+ Awaited by:\n   * Task(name='worker-" in robots, tree
+        source = {path: body.splitlines() for path, body in crawl["files"]}
+        paused = re.findall(r"File '([^']+)', line (\d+), in (\w+)\(\)", tree)
+        assert paused and all(
+            "yield" in source[path][int(line) - 1] or "def " in source[path][int(line) - 1]
+            for path, line, _ in paused
+            if path in source
+        ), tree

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import html.parser
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -303,6 +304,46 @@ def test_long_lines_wrap_or_are_cut_short() -> None:
     wrapped, cut = render_text(compared, 80), render_text(compared, 80, wrap=False)
     assert len(wrapped.splitlines()) > len(cut.splitlines())
     assert "…" in cut and "…" not in wrapped
+
+
+def columns(text: str) -> int:
+    """The columns a terminal gives a text: an East Asian Wide character takes two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+CJK_LEFT = """def fetch(url):
+    # 连接服务器，然后发送请求
+    sock = connect(url)
+    return sock
+"""
+CJK_RIGHT = """def fetch(url):
+    # 用协程连接：等待时让出事件循环
+    sock = yield from connect(url)
+    return sock
+"""
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+@pytest.mark.parametrize("wrap", [True, False])
+def test_a_line_of_chinese_keeps_the_columns_aligned(
+    tmp_path: Path, width: int, wrap: bool
+) -> None:
+    """Padded by characters, a line with 中文 would push its mark two columns per character."""
+    left, right = tmp_path / "left.py", tmp_path / "right.py"
+    left.write_text(CJK_LEFT, encoding="utf-8")
+    right.write_text(CJK_RIGHT, encoding="utf-8")
+    text = render_text(compare(left, right), width, wrap=wrap)
+    lines = text.splitlines()
+    first = lines.index("-" * width) + 1
+    body = lines[first : lines.index("=" * width, first)]  # the rows of code
+    (ascii_row,) = [row for row in body if "sock = connect(url)" in row]
+    mark = columns(ascii_row[: ascii_row.index(" | ") + 1])  # the column of the marks
+    chinese = [row for row in body if re.search("[\u4e00-\u9fff]", row)]
+    assert len(chinese) >= 2, text
+    for row in chinese:  # the mark of a row with 中文 in it is in that column too
+        shown = [*(c for c in row for _ in range(columns(c))), " "]  # an item per column
+        assert shown[mark] in "|<>" and shown[mark - 1] == shown[mark + 1] == " ", row
+    assert all(columns(line) <= width for line in text.splitlines()), text
 
 
 # --- the HTML page ------------------------------------------------------------------------

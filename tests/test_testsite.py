@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import collections
+import gzip
 import http.client
 import re
 import socket
@@ -21,6 +22,7 @@ from urllib.robotparser import RobotFileParser
 import pytest
 
 from shared import USER_AGENT
+from shared.responses import MAX_BODY
 from shared.testsite import (
     DISALLOWED,
     HOSTILE,
@@ -34,6 +36,7 @@ from shared.testsite import (
     serve,
     serve_hosts,
 )
+from shared.testsite.hostile_wire import BOMB_SIZE, WIRE_HUB, wire_cases
 from shared.urls import UrlRules, normalize
 
 REDIRECTS = {300, 301, 302, 303, 307, 308}
@@ -533,3 +536,55 @@ def test_https_serves_the_same_site_with_links_in_its_own_scheme(test_ca: Server
     http_paths = {url.split("/", 3)[3] for url in site.expected(FAKE_BASE)}
     https_paths = {url.split("/", 3)[3] for url in site.expected(base)}
     assert http_paths == https_paths
+
+
+# --- the wire cases (hostile_wire.py) ------------------------------------------------------
+
+
+def raw_get(base: str, path: str) -> bytes:
+    """Send a GET for ``path`` and return every byte the server sent until it closed."""
+    with socket.create_connection(("127.0.0.1", port_of(base)), timeout=5) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def test_wire_cases_are_sent_byte_for_byte_then_closed() -> None:
+    site = Site(pages=2, traps=False, wire=True)
+    with serve(site) as base:
+        for path, case in wire_cases().items():
+            assert raw_get(base, path) == case.meaning.body, path
+        # The hub links to every case; a Latin-1 byte in a target keeps its escape.
+        hub = raw_get(base, WIRE_HUB)
+        assert all(f'href="{path}"'.encode() in hub for path in wire_cases())
+        assert b"Landed on /wire/land/caf%E9" in raw_get(base, "/wire/land/caf%E9")
+        assert b"Landed on /wire/land/caf%E9" in raw_get(base, "/wire/land/caf%e9")
+
+
+def test_wire_oracle_needs_the_stage_and_gives_stage_3_its_own_records() -> None:
+    site = Site(pages=2, traps=False, wire=True)
+    with pytest.raises(ValueError, match="stage"):
+        site.expected(FAKE_BASE)
+    origin = FAKE_BASE.rstrip("/")
+    one = site.expected(FAKE_BASE, stage="stage1_callbacks")
+    three = site.expected(FAKE_BASE, stage="stage3_asyncio")
+    assert one.keys() == three.keys()  # the same pages; only some records differ
+    differ = {url for url in one if one[url] != three[url]}
+    by_stage = {origin + path for path, case in wire_cases().items() if case.stage3}
+    assert differ == by_stage == {origin + "/wire/length-shorter", origin + "/wire/gzip-bomb"}
+    for path, case in wire_cases().items():
+        assert bool(case.stage3) == bool(case.why), f"{path}: a stage 3 record needs its why"
+    failed = Expected(None, None, None, None, 0, 4, True)
+    assert one[origin + "/wire/nul"] == three[origin + "/wire/nul"] == failed
+    assert one[origin + "/wire/location-latin1"].next_url == origin + "/wire/land/caf%E9"
+    assert one[origin + "/wire/location-garbage"].next_url is None
+    assert three[origin + "/wire/gzip-bomb"] == Expected(200, None, "text/html", None, 0, 1, True)
+    assert one[origin + "/wire/gzip-bomb"] == Expected(200, None, "text/html", "utf-8", 0, 1, False)
+
+
+def test_the_gzip_bomb_inflates_past_the_cap_from_a_few_kilobytes() -> None:
+    bomb = wire_cases()["/wire/gzip-bomb"].meaning.body
+    assert len(bomb) < 64 * 1024
+    assert len(gzip.decompress(bomb.partition(b"\r\n\r\n")[2])) == BOMB_SIZE > MAX_BODY

@@ -8,16 +8,17 @@ oracle never looks at a crawler's output.
 
 Where things are
 ----------------
-==============  ==========================================================================
-``pages.py``    what one URL is (``Resource``) and the helpers pages are written with
-``traps.py``    the traps, hostile pages and robots.txt files: **add a trap here**
-``endless.py``  servers that never finish (floods, trickles), bounded by the site itself
-``site.py``     ``Site``: the generated pages, the observations the server makes, reset()
-``oracle.py``   ``Expected`` and the walk behind ``Site.expected()``: the right answer
-``server.py``   ``serve()``: answering each page (and each misbehaviour), counting requests
-``tls.py``      ``local_tls()`` and ``ServerTLS``: https with a throw-away CA
-``cli.py``      ``python -m shared.testsite --pages N --latency S --port P``, for a class
-==============  ==========================================================================
+===================  ===========================================================================
+``pages.py``         what one URL is (``Resource``) and the helpers pages are written with
+``traps.py``         the traps, hostile pages and robots.txt files: **add a trap here**
+``endless.py``       servers that never finish (floods, trickles), bounded by the site itself
+``hostile_wire.py``  responses odd byte by byte, each beside its record (``wire=True``)
+``site.py``          ``Site``: the generated pages, the observations the server makes, reset()
+``oracle.py``        ``Expected`` and the walk behind ``Site.expected()``: the right answer
+``server.py``        ``serve()``: answering each page (and each misbehaviour), counting requests
+``tls.py``           ``local_tls()`` and ``ServerTLS``: https with a throw-away CA
+``cli.py``           ``python -m shared.testsite --pages N --latency S --port P``, for a class
+===================  ===========================================================================
 
 Everything a test needs is importable from here: ``from shared.testsite import Site,
 serve``.  ``serve_hosts(site, loopback_hosts(3))`` serves one site on 127.0.0.1,

@@ -24,11 +24,12 @@ import traceback
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from aiohttp import web
 
 from shared.testsite import endless
+from shared.testsite.hostile_wire import WIRE, WIRE_ERROR
 from shared.testsite.pages import HTML, Resource
 from shared.testsite.tls import ServerTLS
 from shared.testsite.traps import HUGE_SIZE
@@ -47,11 +48,14 @@ _SAFE_QUERY = _SAFE_PATH + "?"
 
 
 def canonical(path_qs: str) -> str:
-    """Spell a request target the way a normalised URL spells it (upper-case escapes)."""
+    """Spell a request target the way a normalised URL spells it (upper-case escapes).
+
+    Escapes are undone to bytes, not text, so one that is not UTF-8 (``%E9``) stays itself.
+    """
     path, sep, query = path_qs.partition("?")
-    path = quote(unquote(path), safe=_SAFE_PATH)
+    path = quote(unquote_to_bytes(path), safe=_SAFE_PATH)
     if sep and query:
-        return path + "?" + quote(unquote(query), safe=_SAFE_QUERY)
+        return path + "?" + quote(unquote_to_bytes(query), safe=_SAFE_QUERY)
     return path
 
 
@@ -130,6 +134,8 @@ async def answer(site: Site, request: web.Request, path: str, res: Resource) -> 
         return send_raw(request, b"GARBAGE\r\n\r\n")
     if kind == "huge":
         return await send_huge(request)
+    if kind in (WIRE, WIRE_ERROR):  # a response byte for byte, as hostile_wire.py wrote it
+        return send_raw(request, res.body)
     if kind == "raw":
         # No Content-Type header at all, which web.Response would always add.
         length = f"Content-Length: {len(res.body)}\r\n".encode()

@@ -18,6 +18,9 @@ Shape of the site
   that never finish (floods, trickles, endless heads), bounded by ``endless_s`` seconds,
   and keep-alive connections closed unannounced.  ``silent_close=True`` closes every
   connection that way, after its first response, without ``Connection: close``.
+* With ``wire=True`` the root also links to ``/wire/``, the hub of the responses that
+  are odd byte by byte (hostile_wire.py); a few mean something else to stage 3, so
+  :meth:`Site.expected` must then be told the stage.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Sequence
 from aiohttp import web
 
 from shared.testsite.endless import ENDLESS, endless_pages
+from shared.testsite.hostile_wire import WIRE_HUB, wire_pages
 from shared.testsite.oracle import Expected, Walk, walk
 from shared.testsite.pages import NOT_FOUND, WORDS, Resource
 from shared.testsite.server import make_app
@@ -41,8 +45,9 @@ class Site:
 
     ``pages`` normal pages with about ``fanout`` links each are generated from
     ``random.Random(seed)``.  ``latency`` delays every response; ``traps`` adds the trap
-    pages (:data:`TRAPS`), ``hostile`` the hostile ones (:data:`HOSTILE`), and ``wide``
-    pages ``/wide/<i>`` linked from the root that each take ``wide_delay`` seconds.
+    pages (:data:`TRAPS`), ``hostile`` the hostile ones (:data:`HOSTILE`), ``wire`` the
+    responses odd byte by byte (hostile_wire.py), and ``wide`` pages ``/wide/<i>``
+    linked from the root that each take ``wide_delay`` seconds.
     ``robots`` chooses what /robots.txt answers: None (a 404) or one of
     :data:`ROBOTS_KINDS`.  ``endless`` adds the endless cases (:data:`ENDLESS`), which the
     server ends after ``endless_s`` seconds (None: never); ``silent_close`` makes every
@@ -71,6 +76,7 @@ class Site:
         latency: float = 0.0,
         traps: bool = True,
         hostile: bool = False,
+        wire: bool = False,
         wide: int = 0,
         wide_delay: float = 0.0,
         robots: str | None = None,
@@ -87,6 +93,7 @@ class Site:
         self.latency = latency
         self.traps = traps
         self.hostile = hostile
+        self.wire = wire
         self.wide = wide
         self.wide_delay = wide_delay
         self.robots = robots
@@ -102,7 +109,7 @@ class Site:
         self._in_flight: collections.Counter[str] = collections.Counter()  # host -> now
         self._drop_counts: collections.Counter[str] = collections.Counter()  # origin+path
         # The definition never changes, so each walk of it is computed once.
-        self._walks: dict[tuple[str, int, str | None, int, bool], Walk] = {}
+        self._walks: dict[tuple[str, int, str | None, int, bool, str | None], Walk] = {}
 
         rng = random.Random(seed)
         # A pool of paragraphs shared by all pages keeps memory flat for big sites; each
@@ -123,6 +130,8 @@ class Site:
             self._specials.update(hostile_pages())
         if endless:
             self._specials.update(endless_pages())
+        if wire:
+            self._specials.update(wire_pages())
         for i in range(wide):
             body = f"<html><body><p>Wide page {i}</p></body></html>\n".encode()
             self._specials[f"/wide/{i}"] = Resource(kind="wide", body=body)
@@ -153,6 +162,8 @@ class Site:
             extras += list(HOSTILE.values())
         if self.endless:
             extras += list(ENDLESS.values())
+        if self.wire:
+            extras.append(WIRE_HUB)
         return extras
 
     def resource(self, path: str) -> Resource:
@@ -172,6 +183,15 @@ class Site:
         if n == 0:
             links += self._root_extras()
         return Resource(kind="page", links=tuple(links), page=n)
+
+    def resource_for(self, path: str, stage: str | None) -> Resource:
+        """The definition of a path as the oracle reads it for a stage (None: any stage).
+
+        The same as :meth:`resource` but for the wire cases that stage reads its own way.
+        """
+        if self.wire and path in self._specials:
+            return wire_pages(stage).get(path, self._specials[path])
+        return self.resource(path)
 
     def _spell(self, src: int, dst: int, style: int, origin: str) -> str:
         """One of several equivalent spellings of a link from page src to page dst."""
@@ -213,9 +233,12 @@ class Site:
         exclude: str | None,
         max_tries: int,
         ignore_robots: bool,
+        stage: str | None = None,
     ) -> Walk:
         """Breadth-first walk of the definition with the crawler's rules (memoised)."""
-        key = (base_url, max_redirect, exclude, max_tries, ignore_robots)
+        if self.wire and stage is None:
+            raise ValueError("the wire cases differ by stage: say which (stage=...)")
+        key = (base_url, max_redirect, exclude, max_tries, ignore_robots, stage)
         if key not in self._walks:
             self._walks[key] = walk(self, *key)
         return self._walks[key]
@@ -228,6 +251,7 @@ class Site:
         exclude: str | None = None,
         max_tries: int = 4,
         ignore_robots: bool = False,
+        stage: str | None = None,
     ) -> dict[str, Expected]:
         """The oracle: the record a correct crawl from base_url makes, per absolute URL.
 
@@ -236,11 +260,12 @@ class Site:
         URLs (one per host, as :func:`serve_hosts` yields them, crawled together as the
         roots of one crawl), it returns the records of them all: no page of one host
         links to another, so each host's records are those of a crawl of it alone.
+        ``stage`` (the stage's package name) is needed with ``wire=True`` only.
         """
         bases = [base_url] if isinstance(base_url, str) else list(base_url)
         records: dict[str, Expected] = {}
         for base in bases:
-            walk = self._walk(base, max_redirect, exclude, max_tries, ignore_robots)
+            walk = self._walk(base, max_redirect, exclude, max_tries, ignore_robots, stage)
             records.update(walk.records)
         return records
 
@@ -252,12 +277,13 @@ class Site:
         exclude: str | None = None,
         max_tries: int = 4,
         ignore_robots: bool = False,
+        stage: str | None = None,
     ) -> list[int]:
         """How many URLs are first reached at each depth (0 = the root) of the crawl.
 
         robots.txt is reached by no link, so it is in no level.
         """
-        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots)
+        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots, stage)
         depths = walk.depth.values()
         sizes = [0] * (max(depths) + 1)
         for depth in depths:

@@ -117,8 +117,9 @@ ROBOTS_TXT = (
 #: What ``Site(robots=...)`` may serve at /robots.txt (None, the default: a 404).
 ROBOTS_KINDS = ("rules", "silent", "garbage", "broken")
 
-#: Hostile kinds that never give a complete response: every try fails.
-FAILING_KINDS = frozenset({"silent", "reset", "short", "garbage"})
+#: Hostile kinds that never give a complete response: every try fails ("wire-error":
+#: hostile_wire.py's WIRE_ERROR).
+FAILING_KINDS = frozenset({"silent", "reset", "short", "garbage", "wire-error"})
 
 #: Size of the hostile huge body, twice the crawlers' 10 MiB cap.
 HUGE_SIZE = 20 * 1024 * 1024

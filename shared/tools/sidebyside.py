@@ -21,6 +21,7 @@ import re
 import shutil
 import sys
 import textwrap
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -211,9 +212,7 @@ def expand(names: Sequence[str], every: Sequence[Piece]) -> tuple[list[Piece], l
     chosen, missing = list[Piece](), list[str]()
     for name in names:
         cls = name.removesuffix(".*")  # a class: its own lines and all its methods
-        found = [
-            p for p in every if p.name == cls or (cls != name and p.name.startswith(f"{cls}."))
-        ]
+        found = [p for p in every if p.name == cls or p.name.partition(".")[0] == cls != name]
         chosen += found
         missing += [] if found and found[0].name == cls else [name]
     return chosen, missing
@@ -292,15 +291,12 @@ def compare(left_path: Path, right_path: Path) -> SideBySide:
 
 def display_name(path: Path) -> str:
     """A file's name relative to the repository when it is in it, else as given."""
-    try:
-        return path.resolve().relative_to(ROOT).as_posix()
-    except ValueError:
-        return str(path)
+    full = path.resolve()
+    return full.relative_to(ROOT).as_posix() if full.is_relative_to(ROOT) else str(path)
 
 
 def line_ranges(chosen: Sequence[Piece], every: Sequence[Piece]) -> str:
-    """The lines some pieces span, in the file's numbers: "31-178, 230-237"; pieces next to
-    each other (none between them) make one range."""
+    """The lines pieces span, in the file's numbers ("31-178, 230-237"); neighbours: one range."""
     spans: list[list[int]] = []
     for piece in every:  # in the order of the file
         if piece not in chosen:
@@ -334,13 +330,19 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
     width = max(width, MIN_WIDTH)
     column = (width - 2 * digits - 5) // 2  # 5: three spaces and the mark
 
-    def fit(text: str, code: bool = True) -> list[str]:
-        if len(text) <= column:
-            return [text]
-        if code and not wrap:
-            return [text[: column - 1] + "…"]
-        hang = " " * min(len(text) - len(text.lstrip()) + 4, column // 2) if code else ""
-        return textwrap.wrap(text, column, subsequent_indent=hang, break_on_hyphens=False)
+    def cols(text: str) -> int:  # East Asian Wide characters (中文) take two columns each
+        return sum(1 + (unicodedata.east_asian_width(c) in "WF") for c in text)
+
+    def fit(text: str, code: bool = True) -> list[str]:  # by columns, not characters
+        parts, hang = [], " " * min(len(text) - len(text.lstrip()) + 4, column // 2) * code
+        while cols(text) > column:  # break at the last space that fits, or cut short: "…"
+            head = next(text[:k] for k in range(len(text), 0, -1) if cols(text[:k]) <= column)
+            if code and not wrap:
+                return [head[:-1] + "…"]
+            space = text.rfind(" ", len(head) - len(head.lstrip()) + 1, len(head) + 1)
+            parts.append(text[: space if space > 0 else len(head)].rstrip())
+            text = hang + text[len(parts[-1]) :].lstrip()
+        return [*parts, text]
 
     def cells(line: Line | None, indent: int) -> list[tuple[str, str]]:  # number, text
         parts = fit(line.text[indent:]) if line else [""]
@@ -348,7 +350,8 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
 
     def put(left: list[tuple[str, str]], mark: str, right: list[tuple[str, str]]) -> None:
         for (ln, lt), (rn, rt) in itertools.zip_longest(left, right, fillvalue=("", "")):
-            out.append(f"{ln:>{digits}} {lt:<{column}} {mark} {rn:>{digits}} {rt}".rstrip())
+            lt += " " * (column - cols(lt))  # padded by columns: a line of 中文 aligns too
+            out.append(f"{ln:>{digits}} {lt} {mark} {rn:>{digits}} {rt}".rstrip())
 
     def prose(left: str, right: str) -> None:  # names of files and pieces: always wrapped
         put([("", t) for t in fit(left, False)], " ", [("", t) for t in fit(right, False)])
@@ -441,8 +444,7 @@ def cell_html(row: Row) -> tuple[str, str]:
 
 def find(name: str) -> Path:
     """The crawler file a name stands for: a stage (stage1), its folder, or a path."""
-    if name in STAGES:
-        return ROOT / STAGES[name] / "crawler.py"
+    name = f"{STAGES[name]}/crawler.py" if name in STAGES else name
     path = Path(name) if Path(name).exists() else ROOT / name
     return path / "crawler.py" if path.is_dir() else path
 
@@ -477,9 +479,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{exc.filename}:{exc.lineno}: {exc.msg}; try --unified", file=sys.stderr)
             return 1
         if args.html:
-            names = [
-                STAGE_OF.get(path.parent.name) or path.parent.name or path.stem for path in paths
-            ]
+            names = [STAGE_OF.get(p.parent.name) or p.parent.name or p.stem for p in paths]
             out = args.out or OUT / f"diff-{names[0]}-{names[1]}.html"
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(render_html(view), encoding="utf-8")

@@ -1,7 +1,7 @@
 """The exercises' tests: a time limit on every test, and results by task for `check`.
 
 Each test here judges one numbered task of an exercise (`@pytest.mark.task(taskno=N)`).
-This plugin, active for the tests in this folder only, does three things:
+This plugin, active for the tests in this folder only, does four things:
 
 - It bounds every test in time.  A student's endless loop, or a select() that nothing
   will ever wake, becomes a failed test that says so, instead of a check that never
@@ -13,6 +13,7 @@ This plugin, active for the tests in this folder only, does three things:
 - Under `check` again, it proves that the code under test came from the workspace and
   not from the repository: it records the file of every module of the crawlers that
   was imported, and stops the run if one lies outside the workspace.
+- Under `check --task N`, it keeps task N's tests and leaves the others out.
 
 The names of the environment variables are the tool's (shared/tools/exercises/checking.py),
 written twice because a workspace has this file but not the tool.
@@ -36,6 +37,7 @@ import pytest
 RESULTS_ENV = "EXERCISE_RESULTS"  # the file `check` reads the results from
 WORKSPACE_ENV = "EXERCISE_WORKSPACE"  # the workspace every module under test must come from
 TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"  # seconds per test, instead of the default
+ONLY_TASK_ENV = "EXERCISE_ONLY_TASK"  # `check --task N`: run that task's tests alone
 DEFAULT_TIME_LIMIT = 20.0
 FIRST_PARTY = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
 HERE = Path(__file__).resolve().parent
@@ -210,6 +212,17 @@ def prove_workspace(insist: bool) -> None:
         ]
         if strays:
             raise pytest.UsageError(f"not imported from the workspace {root}: {', '.join(strays)}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `check --task N`, keep task N's tests only: one grading step per task."""
+    only = os.environ.get(ONLY_TASK_ENV)
+    if not only:
+        return
+    dropped = [item for item in items if mine(item) and task_of(item) != int(only)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

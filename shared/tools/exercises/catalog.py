@@ -7,6 +7,7 @@ relies on and says what is wrong in words an exercise's author can act on.
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,11 @@ class Exercise:
     tests: str  # the test module, relative to the repository
     hints: tuple[str, ...]
     support: tuple[str, ...]  # further files the tests need, copied as they are
+    weights: tuple[tuple[int, int], ...] = ()  # (task, points) where a task is not worth 1
+
+    def points(self, task: int) -> int:
+        """What passing the task is worth: 1, unless exercise.toml's `points` says otherwise."""
+        return dict(self.weights).get(task, 1)
 
     @property
     def instructions(self) -> Path:
@@ -78,6 +84,19 @@ def _texts(
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ExerciseError(f"{where}: `{key}` must be a list of strings")
     return value
+
+
+def _weights(data: dict[str, Any], where: Path) -> tuple[tuple[int, int], ...]:
+    """`points = { 2 = 3 }`: task 2 is worth 3 points (every other task, 1)."""
+    table = data.get("points", {})
+    if not isinstance(table, dict):
+        raise ExerciseError(f"{where}: `points` must be a table such as {{ 2 = 3 }}")
+    weights = []
+    for task, points in table.items():
+        if not task.isdigit() or type(points) is not int or points < 0:
+            raise ExerciseError(f"{where}: `points`: {task} = {points!r} is not TASK = POINTS")
+        weights.append((int(task), points))
+    return tuple(sorted(weights))
 
 
 def load(folder: Path) -> Exercise:
@@ -120,6 +139,7 @@ def load(folder: Path) -> Exercise:
         tests=tests,
         hints=tuple(_texts(data, "hints", where)),
         support=tuple(support),
+        weights=_weights(data, where),
     )
 
 
@@ -156,3 +176,11 @@ def tasks_in(test_module: str) -> list[int]:
             if isinstance(value, ast.Constant) and type(value.value) is int:
                 found.add(value.value)
     return sorted(found)
+
+
+TASK_HEADING = re.compile(r"^## Task (\d+): (.+?)\s*$", re.MULTILINE)
+
+
+def task_titles(instructions: str) -> dict[int, str]:
+    """Each task's title, from the instructions' `## Task N: title` headings."""
+    return {int(number): title for number, title in TASK_HEADING.findall(instructions)}

@@ -1,18 +1,22 @@
 """`check`: run one exercise's tests on a workspace, and judge each task.
 
-The tests run in a pytest subprocess whose working directory is the workspace and
-whose only PYTHONPATH entry is the workspace, so `import stage1_callbacks` finds the
-student's copy.  tests/exercises/conftest.py (copied into the workspace) bounds each
-test in time and writes a JSON line per test phase to a results file; this module
-reads that file, checks the recorded proof that the code under test came from the
-workspace, and groups the tests by task.  A task passes when every one of its tests
-passed.
+The tests never run in the workspace itself.  They run in a scratch copy of it, into
+which the files that judge the exercise (the tests, their conftest and support files,
+the test site: see manifest.py) are put as the repository has them, or, in a handout,
+as the manifest vouches for them: a test the student edited, or a conftest.py the
+student added, takes no part.  The pytest subprocess's working directory is that copy,
+and its only PYTHONPATH entry, so `import stage1_callbacks` finds the student's code.
+tests/exercises/conftest.py bounds each test in time and writes a JSON line per test
+phase to a results file; this module reads that file, checks the recorded proof that
+the code under test came from the copy, and groups the tests by task.  A task passes
+when every one of its tests passed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,12 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from shared.tools.exercises import manifest
 from shared.tools.exercises.catalog import Exercise, tasks_in
 
 # The environment variables tests/exercises/conftest.py reads: its own copy of the names.
 RESULTS_ENV = "EXERCISE_RESULTS"
 WORKSPACE_ENV = "EXERCISE_WORKSPACE"
 TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"
+ONLY_TASK_ENV = "EXERCISE_ONLY_TASK"
+#: The student's code, copied into the scratch tree as it is.
+PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
 DEFAULT_TIME_LIMIT = 20.0
 
 
@@ -40,6 +48,7 @@ class TaskResult:
     passed: bool = True
     reasons: list[str] = field(default_factory=list)
     tests: int = 0
+    ids: list[str] = field(default_factory=list)  # the tests of the task, as pytest names them
 
     def fail(self, reason: str) -> None:
         """Mark the task failed; the first reason is the one shown."""
@@ -61,11 +70,24 @@ class CheckResult:
 
     tasks: list[TaskResult]
     problems: list[str]
+    tampered: list[str] = field(default_factory=list)  # protected files changed, by name
+    #: Whether the tests got to run: not when the files that judge were changed, nor when
+    #: pytest stopped before the first test (a package missing, say).  A student's
+    #: endless loop, stopped from outside, did run.
+    ran: bool = True
 
     @property
     def passed(self) -> bool:
         """True exactly when there are tasks, all passed, and nothing else went wrong."""
-        return bool(self.tasks) and not self.problems and all(t.passed for t in self.tasks)
+        if self.tampered or self.problems:
+            return False
+        return bool(self.tasks) and all(t.passed for t in self.tasks)
+
+
+def not_judged(tasks: Iterable[int], tampered: list[str]) -> CheckResult:
+    """The verdict on a workspace whose tests were changed: every task failed, unrun."""
+    reason = "not judged: files that judge the exercise were changed (see `tampered`)"
+    return CheckResult([TaskResult(n, False, [reason]) for n in tasks], [], tampered, ran=False)
 
 
 def default_total_limit(time_limit: float) -> float:
@@ -96,12 +118,15 @@ def judge(
     exercise: Exercise,
     workspace: Path,
     stopped: str | None,
+    every_module: bool = True,
 ) -> CheckResult:
     """Turn the plugin's records into a verdict per task.
 
     ``expected_tasks`` are the tasks the test module marks, read from its text, so a
     task whose tests never ran is still reported (failed).  ``stopped`` says why the
-    run was cut short, if it was.
+    run was cut short, if it was.  ``every_module``: each module the exercise empties
+    must have been imported (not so when one task's tests ran alone: task 1 of per-host
+    is stage 1's alone).
     """
     problems: list[str] = []
     tasks = {n: TaskResult(n) for n in expected_tasks}
@@ -121,6 +146,7 @@ def judge(
             continue
         task = tasks.setdefault(test["task"], TaskResult(test["task"]))
         task.tests += 1
+        task.ids.append(test["id"])
         phases = reports.get(test["id"], [])
         failures = [p for p in phases if p["outcome"] != "passed"]
         if failures:
@@ -146,15 +172,26 @@ def judge(
         root = workspace.resolve()
         for target in exercise.replace:
             file = files.get(target.module)
-            if file is None:
+            if file is None and every_module:
                 problems.append(
                     f"the tests never imported {target.module}, which the exercise empties"
                 )
-            elif root not in Path(file).parents:
+            elif file is not None and root not in Path(file).parents:
                 problems.append(f"{target.module} was imported from {file}, not from the workspace")
     elif tests:
         problems.append("no record of where the code under test was imported from")
     return CheckResult(sorted(tasks.values(), key=lambda t: t.number), problems)
+
+
+def judging_tree(exercise: Exercise, workspace: Path, pristine: Path, into: Path) -> None:
+    """Fill ``into`` with the workspace's code and the judging files as ``pristine`` has them."""
+    ignore = shutil.ignore_patterns(*manifest.CACHES, "*.pyc")
+    for package in PACKAGES:
+        if (workspace / package).is_dir():
+            shutil.copytree(workspace / package, into / package, ignore=ignore)
+    for path in manifest.judging_files(exercise, pristine):
+        (into / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(pristine / path, into / path)
 
 
 def run_check(
@@ -163,29 +200,50 @@ def run_check(
     time_limit: float = DEFAULT_TIME_LIMIT,
     total_limit: float | None = None,
     verbose: bool = False,
+    pristine: Path | None = None,
+    only_task: int | None = None,
 ) -> CheckResult:
-    """Run the exercise's tests in the workspace and judge them."""
+    """Run the exercise's tests on the workspace's code and judge them.
+
+    ``pristine`` holds the judging files to use (by default the workspace's own, which
+    the caller has checked against the manifest); ``only_task`` runs one task's tests.
+    """
     workspace = workspace.resolve()
+    pristine = workspace if pristine is None else pristine.resolve()
     total = default_total_limit(time_limit) if total_limit is None else total_limit
-    test_module = workspace / exercise.tests
-    expected = tasks_in(test_module.read_text(encoding="utf-8")) if test_module.exists() else []
+    expected = tasks_in((pristine / exercise.tests).read_text(encoding="utf-8"))
+    if only_task is not None:
+        expected = [n for n in expected if n == only_task]
     with tempfile.TemporaryDirectory(prefix="exercise-check-") as scratch:
+        tree = Path(scratch, "tree").resolve()
+        judging_tree(exercise, workspace, pristine, tree)
         results = Path(scratch) / "results.jsonl"
         env = dict(os.environ)
+        env.pop(ONLY_TASK_ENV, None)
         env.update(
             {
-                "PYTHONPATH": str(workspace),  # the workspace and nothing else: its code wins
-                "PYTHONDONTWRITEBYTECODE": "1",  # no __pycache__ left in the workspace
+                "PYTHONPATH": str(tree),  # the code under test and nothing else: it wins
+                "PYTHONDONTWRITEBYTECODE": "1",
                 RESULTS_ENV: str(results),
-                WORKSPACE_ENV: str(workspace),
+                WORKSPACE_ENV: str(tree),
                 TIME_LIMIT_ENV: f"{time_limit:g}",
             }
         )
+        if only_task is not None:
+            env[ONLY_TASK_ENV] = str(only_task)
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", exercise.tests]
         argv += ["-v", "--tb=short"] if verbose else ["-q", "--tb=no", "--no-header"]
-        stopped, output = _run(argv, workspace, env, total, capture=not verbose)
+        stopped, output = _run(argv, tree, env, total)
         records = read_records(results)
-    result = judge(records, expected, exercise, workspace, stopped)
+        result = judge(records, expected, exercise, tree, stopped, every_module=only_task is None)
+        result.ran = bool(records) or stopped is not None
+    # Speak of the student's files, not of the scratch copy that is gone now.
+    output = output.replace(str(tree), str(workspace))
+    for task in result.tasks:
+        task.reasons = [reason.replace(str(tree), str(workspace)) for reason in task.reasons]
+    result.problems = [problem.replace(str(tree), str(workspace)) for problem in result.problems]
+    if verbose:
+        print(output, end="")
     if not records and output.strip():
         # pytest stopped before the plugin could write anything: its own words say why.
         tail = [line for line in output.splitlines() if line.strip()][-3:]
@@ -193,23 +251,20 @@ def run_check(
     return result
 
 
-def _run(
-    argv: list[str], cwd: Path, env: dict[str, str], limit: float, capture: bool
-) -> tuple[str | None, str]:
+def _run(argv: list[str], cwd: Path, env: dict[str, str], limit: float) -> tuple[str | None, str]:
     """Run pytest with an outer time limit; return why it was stopped (or None) and its output.
 
     The child leads a process group of its own, so that a kill on time takes whatever
     it started (a server, a crawler) with it.
     """
     posix = os.name == "posix"
-    pipe = subprocess.PIPE if capture else None
     started = time.monotonic()
     with subprocess.Popen(
         argv,
         cwd=cwd,
         env=env,
-        stdout=pipe,
-        stderr=subprocess.STDOUT if capture else None,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         start_new_session=posix,
     ) as proc:

@@ -1,10 +1,11 @@
 """The command line: `python -m shared.tools.exercises VERB`, as `nox -s exercise -- VERB` runs it.
 
-Verbs: list, start, check, hint, solve (see shared/tools/exercises/README.md), and lab
-(list, apply NAME, undo NAME: the labs' changes, see labs/README.md).  Exit
-status: 0 when all went well (for `check`, when every task passed), 1 when a check
-found a failed task, 2 when the command could not do its work (an unknown exercise,
-a folder that is not a workspace, a workspace that exists already).
+Verbs: list, start, check, hint, solve, handout, grade (see shared/tools/exercises/README.md
+and GRADING.md), and lab (list, apply NAME, undo NAME: the labs' changes, see
+labs/README.md).  Exit status: 0 when all went well (for `check`, when every task
+passed), 1 when a check found a failed task, 2 when the command could not do its work
+(an unknown exercise, a folder that is not a workspace, a workspace that exists
+already, tests that did not run) or when a file that judges the exercise was changed.
 """
 
 from __future__ import annotations
@@ -16,11 +17,20 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from shared.tools.exercises import checking, lab, workspace
+from shared.tools.exercises import checking, grading, handout, lab, reports, workspace
 from shared.tools.exercises.bodies import BodyError
-from shared.tools.exercises.catalog import Exercise, ExerciseError, all_exercises, find
+from shared.tools.exercises.catalog import (
+    ROOT,
+    Exercise,
+    ExerciseError,
+    all_exercises,
+    find,
+    task_titles,
+    tasks_in,
+)
 
-COMMAND = "nox -s exercise --"  # how the README tells students to run this tool
+# How the README tells students to run this tool; a handout has no nox.
+COMMAND = handout.TOOL if workspace.in_handout() else "nox -s exercise --"
 EXIT_PIPE = 141  # 128 + SIGPIPE, as the crawlers' command line (shared/cli.py) exits
 
 
@@ -58,6 +68,16 @@ def parser() -> argparse.ArgumentParser:
         help="seconds the whole check may take (default: 10 time limits and a minute)",
     )
     check.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output")
+    check.add_argument("--task", type=int, metavar="N", help="run task N's tests alone")
+    check.add_argument(
+        "--format",
+        action="append",
+        choices=reports.FORMATS,
+        help="what --output receives (text); repeat both to write several formats at once",
+    )
+    check.add_argument(
+        "--output", action="append", type=Path, metavar="PATH", help="default: standard output"
+    )
     hint = verbs.add_parser("hint", help="the next hint, one at a time")
     hint.add_argument("name", metavar="NAME")
     solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
@@ -66,6 +86,26 @@ def parser() -> argparse.ArgumentParser:
     labs = verbs.add_parser("lab", help="the labs: make a lab's change, or take it back")
     labs.add_argument("action", choices=["list", "apply", "undo"])
     labs.add_argument("name", metavar="NAME", nargs="?", help="01, or 01-forget-task-done")
+    made = verbs.add_parser("handout", help="a workspace ready to publish as a student repository")
+    made.add_argument("name", metavar="NAME")
+    made.add_argument("dir", type=Path, metavar="DIR", help="a new or empty folder")
+    grade = verbs.add_parser("grade", help="re-grade student folders with the repository's tests")
+    grade.add_argument("name", metavar="NAME")
+    grade.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
+    grade.add_argument("--csv", type=Path, metavar="PATH", help="write the table as CSV too")
+    grade.add_argument(
+        "--time-limit",
+        type=float,
+        default=checking.DEFAULT_TIME_LIMIT,
+        metavar="S",
+        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
+    )
+    grade.add_argument(
+        "--total-limit",
+        type=float,
+        metavar="S",
+        help="seconds each student's check may take (default: 10 time limits and a minute)",
+    )
     return top
 
 
@@ -136,21 +176,73 @@ def do_start(exercise: Exercise, into: Path | None, force: bool) -> int:
 
 
 def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
-    """`check`: one line per task; 0 exactly when every task passed."""
+    """`check`: one line per task; 0 when every task passed, 2 when the tests were changed."""
+    outputs: list[Path] = args.output or []
+    forms: list[str] = args.format or ["text"] * max(1, len(outputs))
+    if len(forms) != max(1, len(outputs)):
+        raise Usage("give one --format for each --output (or a single --format, for the screen)")
     folder, how = folder_of(exercise.name, args.folder)
     workspace.require_workspace(exercise, folder, how)
-    result = checking.run_check(
-        exercise, folder, args.time_limit, args.total_limit, verbose=args.verbose
-    )
-    for task in result.tasks:
-        print(task.line())
-    for problem in result.problems:
-        print(f"problem: {problem}")
-    done = sum(task.passed for task in result.tasks)
-    print(f"{exercise.name}: {done} of {len(result.tasks)} tasks passed")
-    if not result.passed and not args.verbose:
+    # From the repository, its files judge; in a handout, the manifest vouches for its own.
+    pristine = None if workspace.in_handout() else ROOT
+    tampered = grading.tampering(exercise, folder, pristine)
+    if tampered and pristine is None:  # the test module may be the one changed: ask the README
+        tasks = sorted(task_titles(exercise.instructions.read_text(encoding="utf-8")))
+    else:
+        tasks = tasks_in(((pristine or folder) / exercise.tests).read_text(encoding="utf-8"))
+    if args.task is not None and args.task not in tasks:
+        raise Usage(f"{exercise.name} has no task {args.task}; its tasks: {tasks}")
+    if tampered:
+        result = checking.not_judged([args.task] if args.task else tasks, tampered)
+    else:
+        result = checking.run_check(
+            exercise,
+            folder,
+            args.time_limit,
+            args.total_limit,
+            verbose=args.verbose,
+            pristine=pristine,
+            only_task=args.task,
+        )
+    if outputs:
+        print(reports.as_text(exercise, result), end="")
+        for form, path in zip(forms, outputs, strict=True):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(reports.render(form, exercise, result), encoding="utf-8")
+    else:
+        print(reports.render(forms[0], exercise, result), end="")
+    on_screen = bool(outputs) or forms == ["text"]  # the text, not a format
+    if not result.passed and result.ran and not args.verbose and on_screen:
         print(f"(each test's own report: {COMMAND} check {exercise.name} --verbose)")
+    if tampered or not result.ran:
+        return 2
     return 0 if result.passed else 1
+
+
+def do_handout(exercise: Exercise, folder: Path) -> int:
+    """`handout`: the workspace as a repository for students, with its workflow."""
+    if workspace.in_handout():
+        raise Usage("make handouts from the repository: a handout cannot make another")
+    made = handout.make(exercise, folder)
+    print(f"handout of {exercise.name}: {made}")
+    print(f"publish it as the assignment's template repository; its workflow: {handout.WORKFLOW}")
+    return 0
+
+
+def do_grade(exercise: Exercise, args: argparse.Namespace) -> int:
+    """`grade`: every folder judged with the repository's tests; one table, maybe a CSV."""
+    if workspace.in_handout():
+        raise Usage("grade from the repository: its tests are the ones that judge")
+    total = args.total_limit or checking.default_total_limit(args.time_limit)
+    rows = []
+    for folder in args.dirs:
+        rows.append(grading.grade_one(exercise, folder, args.time_limit, total))
+        print(f"graded {folder}: {rows[-1].total} of {rows[-1].most}", file=sys.stderr)
+    print(grading.table(exercise, rows), end="")
+    if args.csv is not None:
+        args.csv.parent.mkdir(parents=True, exist_ok=True)
+        args.csv.write_text(grading.as_csv(exercise, rows), encoding="utf-8")
+    return 0
 
 
 def do_hint(exercise: Exercise) -> int:
@@ -172,6 +264,8 @@ def do_hint(exercise: Exercise) -> int:
 
 def do_solve(exercise: Exercise, given: Path | None) -> int:
     """`solve`: the reference bodies in, the diff out."""
+    if workspace.in_handout():
+        raise Usage("the reference solution is not in a handout: solve from the repository")
     folder, how = folder_of(exercise.name, given)
     workspace.require_workspace(exercise, folder, how)
     diff, notes = workspace.solve(exercise, folder)
@@ -215,6 +309,10 @@ def run(args: argparse.Namespace) -> int:
             return do_check(exercise, args)
         if args.verb == "hint":
             return do_hint(exercise)
+        if args.verb == "handout":
+            return do_handout(exercise, args.dir)
+        if args.verb == "grade":
+            return do_grade(exercise, args)
         return do_solve(exercise, args.folder)
     except Usage as error:
         print(error, file=sys.stderr)

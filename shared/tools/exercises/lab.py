@@ -122,8 +122,8 @@ class Lab:
 
 
 def guides(labs: Path = LABS) -> list[Path]:
-    """Every lab guide, in order: NN-name.md."""
-    return sorted(labs.glob("[0-9][0-9]-*.md"))
+    """Every lab guide, in order: NN-name.md (a translation, NN-name.zh-CN.md, is not a lab)."""
+    return sorted(path for path in labs.glob("[0-9][0-9]-*.md") if path.suffixes == [".md"])
 
 
 def read_lab(guide: Path) -> Lab:

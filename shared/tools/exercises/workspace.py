@@ -2,8 +2,9 @@
 
 A workspace holds the crawlers' code (shared/ and the three stages), pyproject.toml
 (pytest's settings), the tests that judge the exercise with the conftest files they
-rely on, the exercise's README as INSTRUCTIONS.md, and a marker file, `.exercise.json`,
-that names the exercise and counts the hints shown.  The reference solution is never
+rely on, the exercise's README as INSTRUCTIONS.md, a marker file, `.exercise.json`,
+that names the exercise and counts the hints shown, and the manifest of the files that
+judge the exercise (manifest.py).  The reference solution is never
 copied: `solve` takes it from the repository's files when asked.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import STAGES
+from shared.tools.exercises import manifest
 from shared.tools.exercises.bodies import BodyError, body_text, empty_functions, put_bodies
 from shared.tools.exercises.catalog import ROOT, Exercise
 
@@ -32,9 +34,14 @@ class WorkspaceError(Exception):
     """A folder that cannot be, or is not, the workspace asked for."""
 
 
+def in_handout() -> bool:
+    """Whether this tool runs inside a handout, which is itself the workspace."""
+    return read_marker(ROOT) is not None
+
+
 def default_workspace(name: str) -> Path:
-    """Where `start NAME` puts the workspace when not told otherwise."""
-    return OUT / name
+    """Where `start NAME` puts the workspace when not told otherwise; a handout is its own."""
+    return ROOT if in_handout() else OUT / name
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
@@ -114,6 +121,8 @@ def start(exercise: Exercise, folder: Path, force: bool = False) -> Path:
         (folder / path).write_bytes(text.encode("utf-8"))
     shutil.copyfile(exercise.instructions, folder / "INSTRUCTIONS.md")
     write_marker(folder, {"exercise": exercise.name, "hints_shown": 0})
+    # The manifest: what the files that judge the exercise are, so that a change shows.
+    manifest.write(folder, manifest.hashes(ROOT, manifest.judging_files(exercise)))
     return folder
 
 

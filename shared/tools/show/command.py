@@ -23,8 +23,10 @@ from typing import Any
 
 from shared import STAGES
 from shared.cli import configure_logging, parse_args
+from shared.observe import watching
 from shared.tools.show.page import TITLES, crawl_data, interesting_step, write
 from shared.tools.show.record import recording
+from shared.trace_events import TraceEvents
 
 #: The crawl the page shows unless told otherwise: small enough to follow step by step.
 DEFAULTS = ["--site-pages", "6", "--max-tasks", "2", "--site-latency", "0.1", "--ignore-robots"]
@@ -123,11 +125,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if pages is not None:
         site = Site(pages, traps=False, latency=args.site_latency)
     crawls = []
+    # --trace-events: the same crawls for a real trace viewer, one process per stage.
+    trace_events = TraceEvents() if args.trace_events else None
     with serve(site) as base_url:
         for package in packages:
             site.reset()  # the flaky page fails again: the same crawl each time
             began = time.monotonic()
-            with recording(package, sys.stderr if args.trace else None) as recorder:
+            with (
+                recording(package, sys.stderr if args.trace else None) as recorder,
+                watching(*([trace_events] if trace_events else [])),
+            ):
                 result = importlib.import_module(package).crawl([base_url], options)
             seconds = time.monotonic() - began
             if recorder.errors:
@@ -139,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 note += ", interrupted"
             crawls.append(crawl_data(recorder, note))
             print(f"{TITLES[package]}: {note}", file=sys.stderr)
+    if trace_events and args.trace_events:
+        size = trace_events.write(args.trace_events)
+        print(f"wrote {args.trace_events} ({size / 1e6:.1f} MB)", file=sys.stderr)
     site_text = "the default test site" if pages is None else f"a {pages}-page site"
     heading = " \u00b7 ".join(
         [

@@ -371,6 +371,12 @@
     state.append(element("h3", "", "the loop, as this step began"), element("div", "counts"),
       element("h3", "", "sockets in the selector"), sockets,
       element("h3", "", c.raw.stage === "stage1_callbacks" ? "Fetchers in flight" : "tasks"), waiting);
+    if (c.raw.stage !== "stage1_callbacks") {  // stage 1 has callbacks, not tasks
+      const tree = element("details", "tree");
+      tree.append(element("summary", "", "where every task waits, as Python 3.14's asyncio prints it"),
+        element("pre"));
+      state.append(tree);
+    }
     panel.append(h2, ran, source, state);
     panels.append(panel);
     c.panel = panel;
@@ -520,6 +526,43 @@
     }
   }
 
+  // Where every task waits, in the shape of asyncio.format_call_graph (Python 3.14) and of
+  // shared/tasktree.py: each task's chain, innermost first, and under "Awaited by" the tasks
+  // paused on it. A task resumes where it paused, so the frames of its next step (for the
+  // running task, this step's) are where it waits now.
+  function taskTree(c, i) {
+    const waits = c.states[c.steps.st[i]][1];
+    const named = new Map();  // a task's names, as a wait for it says them -> the task
+    for (const [who] of waits) {
+      named.set(actorName(c, who), who);
+      named.set(c.s(c.actors[who][0]), who);
+    }
+    const awaitedBy = new Map();
+    for (const [who, kind, label] of waits) {
+      const target = KINDS[kind] === "task" ? named.get(c.s(label).replace(/^task /, "")) : undefined;
+      if (target !== undefined) awaitedBy.set(target, [...(awaitedBy.get(target) || []), who]);
+    }
+    const paused = (who) => {
+      for (let j = i; j < c.n; j++) if (c.steps.a[j] === who) return c.chains[c.steps.fr[j]];
+      return [];
+    };
+    const lines = [];
+    const block = (who, star, rest, depth) => {
+      lines.push(star + "* Task(name='" + c.s(c.actors[who][0]) + "')");
+      const chain = paused(who);
+      if (chain.length) lines.push(rest + "+ Call stack:");
+      for (const [name, file, line] of [...chain].reverse()) {
+        const path = file >= 0 ? c.files[file].path : "(elsewhere)";
+        lines.push(rest + "|   File '" + path + "', line " + line + ", in " + c.s(name) + "()");
+      }
+      const waiters = depth < 5 ? awaitedBy.get(who) || [] : [];
+      if (waiters.length) lines.push(rest + "+ Awaited by:");
+      for (const waiter of waiters) block(waiter, rest + "   ", rest + "      ", depth + 1);
+    };
+    for (const [who] of waits) block(who, "", "", 0);
+    return lines.join("\n");
+  }
+
   function showPanel(c) {
     const i = currentStep(c);
     const panel = c.panel;
@@ -533,6 +576,8 @@
       panel.querySelector(".counts").textContent = "";
       panel.querySelector(".sockets tbody").textContent = "";
       panel.querySelector(".waiting tbody").textContent = "";
+      const tree = panel.querySelector(".tree pre");
+      if (tree) tree.textContent = "";
       return;
     }
     panel.querySelector(".actor").textContent = actorName(c, c.steps.a[i]);
@@ -543,6 +588,8 @@
     showChain(c, chain);
     showSource(c, chain);
     showState(c, i);
+    const tree = panel.querySelector(".tree pre");
+    if (tree) tree.textContent = taskTree(c, i);
   }
 
   // ---- stepping ---------------------------------------------------------------------

@@ -1,0 +1,231 @@
+"""The hostile catalogue, wire half: responses odd byte by byte (``Site(wire=True)``).
+
+Each case in :func:`wire_cases` is a response written to the socket exactly as given,
+after which the server closes the connection.  Beside its bytes stands what a correct
+reading of them means, a :class:`Resource` (status, type, redirect target, links) from
+which the oracle predicts the record.  Bytes and meaning sit side by side here, so the
+reason for each record can be read next to it.
+
+Stages 1 and 2 read the wire with shared/httpwire.py, stage 3 with aiohttp.  The two
+readings agree on every case except those with a ``stage3`` meaning of their own, whose
+``why`` says what aiohttp does and why we let it (shared/REAL_WEB.md says the same for
+the real web).  ``Site.expected(..., stage=...)`` gives each stage its records.
+
+The hub, ``/wire/``, is linked from the root and links to every case.  Each redirect
+case is linked from the hub alone (the oracle's invariant, see oracle.py); its target
+is a small page under ``/wire/land/``.
+"""
+
+from __future__ import annotations
+
+import gzip
+from dataclasses import dataclass
+from functools import cache
+
+from shared.testsite.pages import HTML, NEVER, Resource, html_page
+
+#: The kind of a case that is a response: the server writes the Resource's ``body`` as
+#: the whole response, status line and all, then closes the connection.
+WIRE = "wire"
+#: The same, for bytes that no stage may take as a response: every try fails.
+WIRE_ERROR = "wire-error"
+
+#: Where the catalogue starts; the root links here with ``Site(wire=True)``.
+WIRE_HUB = "/wire/"
+
+#: What the gzip bomb inflates to: more than the crawlers' 10 MiB cap.
+BOMB_SIZE = 16 * 1024 * 1024
+
+STAGE3 = "stage3_asyncio"
+
+
+@dataclass(frozen=True)
+class WireCase:
+    """One odd response: what it means, and what it means to stage 3 where that differs.
+
+    ``meaning.body`` holds the bytes on the wire.  ``meaning.kind`` is WIRE for a
+    response and WIRE_ERROR when every try must fail.  ``stage3``, when given, is stage
+    3's record instead, for the reason ``why``.
+    """
+
+    meaning: Resource
+    stage3: Resource | None = None
+    why: str = ""
+
+
+def response(status: str, fields: list[bytes], body: bytes = b"", length: bool = True) -> bytes:
+    """The bytes of a response: status line, fields, and a true Content-Length unless told not.
+
+    Every one says ``Connection: close``, as the server closes after it: a keep-alive
+    pool (stage 3's) must not try to reuse the connection.
+    """
+    fields = [*fields, b"Connection: close"]
+    if length:
+        fields.append(b"Content-Length: %d" % len(body))
+    return b"\r\n".join([b"HTTP/1.1 " + status.encode(), *fields, b"", body])
+
+
+def body(title: str, hrefs: tuple[str, ...], after: str = "") -> bytes:
+    """A small HTML page linking to ``hrefs``; ``after`` comes after its last link."""
+    links = "".join(f'<p><a href="{href}">{href}</a></p>\n' for href in hrefs)
+    return (
+        f"<html><head><title>{title}</title></head><body>\n{links}{after}</body></html>\n".encode()
+    )
+
+
+def page(raw: bytes, links: tuple[str, ...] = (WIRE_HUB,), content_type: str = HTML) -> WireCase:
+    """A case that means a 200 page, parsed, with these canonical links."""
+    return WireCase(Resource(kind=WIRE, body=raw, links=links, content_type=content_type))
+
+
+def moved(location: bytes, target: str | None) -> WireCase:
+    """A case that means a 302 to ``target`` (None: the Location makes no URL)."""
+    raw = response("302 Found", [b"Location: " + location, FIELD_HTML])
+    return WireCase(Resource(kind=WIRE, status=302, body=raw, target=target))
+
+
+def broken(raw: bytes) -> WireCase:
+    """A case that is no valid response: every try fails, in every stage."""
+    return WireCase(Resource(kind=WIRE_ERROR, body=raw, content_type=None))
+
+
+@cache
+def gzip_bomb() -> bytes:
+    """A gzip stream of BOMB_SIZE spaces: about 16 KB on the wire."""
+    return gzip.compress(b" " * BOMB_SIZE, mtime=0)
+
+
+FIELD_HTML = b"Content-Type: " + HTML.encode()
+#: The body of most page cases: one link, back to the hub.
+HUB_PAGE = body("Wire case", (WIRE_HUB,))
+#: Redirect targets and the pages linked from cases: plain pages.
+LANDINGS = (
+    "/wire/land/with%20space/%C3%BC",
+    "/wire/land/caf%E9",
+    "/wire/land/%20folded",
+    "/wire/land/after-fold",
+    "/wire/land/chunked",
+)
+
+
+@cache
+def wire_cases() -> dict[str, WireCase]:
+    """Path -> case: the whole catalogue, in the order the hub lists it."""
+    fold_body = body("Folded", ("/wire/land/after-fold",))
+    chunked = body("Chunked", ("/wire/land/chunked",))
+    lie = body("A lie", (), f'<p><a href="{NEVER}after-the-length">cut off</a></p>\n')
+    cut = lie.index(b"<p><a")
+    bomb = gzip_bomb()
+    cases = {
+        # Location: UTF-8, as aiohttp and browsers read it; a byte that is not UTF-8
+        # percent-encoded as it is; an obs-fold read as a space; no URL at all.
+        "location-utf8": moved(b"/wire/land/with space/\xc3\xbc", LANDINGS[0]),
+        "location-latin1": moved(b"/wire/land/caf\xe9", LANDINGS[1]),
+        "location-folded": moved(b"/wire/land/\r\n folded", LANDINGS[2]),
+        "location-garbage": moved(b"http://[::1/wire/land/never", None),
+        # obs-fold: the folded line continues the field before it, even with a colon in
+        # it, so this body has no Content-Length and runs to the close.
+        "fold": page(response("200 OK", [FIELD_HTML, b"X-Note: a\r\n\tb c"], HUB_PAGE)),
+        "fold-colon": page(
+            response("200 OK", [FIELD_HTML, b"X-Note: a\r\n Content-Length: 10"], fold_body, False),
+            ("/wire/land/after-fold",),
+        ),
+        # Control bytes: NUL and a bare CR are errors; the others, 0x85 and 0xA0 are
+        # kept in the value (and never trimmed), and the page reads as any other.
+        "nul": broken(response("302 Found", [b"Location: /wire/land/a\x00b"])),
+        "bare-cr": broken(response("302 Found", [b"Location: /wire/land/a\rb"])),
+        "controls": page(
+            response("200 OK", [FIELD_HTML, b"X-Junk: \x01\x1f\x7f\x85\xa0"], HUB_PAGE)
+        ),
+        # Framing headers a strict parser refuses.
+        "length-nbsp": broken(
+            response("200 OK", [FIELD_HTML, b"Content-Length: 5\xa0"], b"hello", False)
+        ),
+        "length-plus": broken(
+            response("200 OK", [FIELD_HTML, b"Content-Length: +5"], b"hello", False)
+        ),
+        "length-list": broken(
+            response("200 OK", [FIELD_HTML, b"Content-Length: 5, 5"], b"hello", False)
+        ),
+        "length-twice": broken(response("200 OK", [FIELD_HTML, b"Content-Length: 5"], b"hello")),
+        "length-and-chunked": broken(
+            response(
+                "200 OK", [FIELD_HTML, b"Transfer-Encoding: chunked"], b"5\r\nhello\r\n0\r\n\r\n"
+            )
+        ),
+        # "chunked\xa0" is no chunked: the body runs to the close, chunk sizes and all.
+        "chunked-nbsp": page(
+            response(
+                "200 OK",
+                [FIELD_HTML, b"Transfer-Encoding: chunked\xa0"],
+                b"%x\r\n%s\r\n0\r\n\r\n" % (len(chunked), chunked),
+                False,
+            ),
+            ("/wire/land/chunked",),
+        ),
+        # A Content-Length that lies: more than is sent, then the close (every try fails),
+        # or less than is sent.
+        "length-longer": broken(
+            response("200 OK", [FIELD_HTML, b"Content-Length: 5000"], lie, False)
+        ),
+        "length-shorter": WireCase(
+            Resource(
+                kind=WIRE,
+                body=response("200 OK", [FIELD_HTML, b"Content-Length: %d" % cut], lie, False),
+            ),
+            stage3=Resource(kind=WIRE_ERROR, content_type=None),
+            why="aiohttp reads the bytes after the response, which came in the same read, as "
+            "the next response on the connection, and fails on them as a bad status line; "
+            "stages 1 and 2 stop reading at the Content-Length, as the request said "
+            "Connection: close",
+        ),
+        # Heads past aiohttp's limits, which every stage keeps.
+        "many-fields": broken(
+            response("200 OK", [FIELD_HTML, *(b"X-F%d: v" % i for i in range(200))], HUB_PAGE)
+        ),
+        "long-field": broken(response("200 OK", [FIELD_HTML, b"X-Long: " + b"v" * 9000], HUB_PAGE)),
+        "bad-name": broken(response("200 OK", [FIELD_HTML, b"X Note: a"], HUB_PAGE)),
+        # Bytes that are not UTF-8 in a type and a charset: recorded, never a crash.
+        "charset-latin1": page(
+            response("200 OK", [b"Content-Type: text/html; charset=caf\xe9"], HUB_PAGE)
+        ),
+        "type-latin1": page(
+            response("200 OK", [b"Content-Type: text/ht\xe9ml"], HUB_PAGE), (), "text/ht\ufffdml"
+        ),
+        # gzip that was never asked for: stages 1 and 2 asked for identity and read the
+        # compressed bytes as the page they claim to be (no link in them).
+        "gzip-bomb": WireCase(
+            Resource(
+                kind=WIRE,
+                body=response("200 OK", [FIELD_HTML, b"Content-Encoding: gzip"], bomb),
+            ),
+            stage3=Resource(kind="huge", content_type=HTML),
+            why="aiohttp asks for gzip (Accept-Encoding: gzip, deflate) and inflates it: the "
+            "body passes the 10 MiB cap and is not read to the end, as a huge page",
+        ),
+    }
+    return {f"/wire/{name}": case for name, case in cases.items()}
+
+
+@cache
+def wire_pages(stage: str | None = None) -> dict[str, Resource]:
+    """The catalogue as the site's pages: the hub, the cases, the pages they point to.
+
+    With ``stage``, each case means what it means to that stage (for the oracle);
+    without, what the server sends.
+    """
+    cases = wire_cases()
+    found: dict[str, Resource] = {
+        WIRE_HUB: html_page(
+            "The wire",
+            "\n".join(f'<p><a href="{path}">{path}</a></p>' for path in cases),
+            list(cases),
+        )
+    }
+    for path in LANDINGS:
+        found[path] = html_page(
+            f"Landed on {path}", f'<p><a href="{WIRE_HUB}">hub</a></p>', [WIRE_HUB]
+        )
+    for path, case in cases.items():
+        found[path] = case.stage3 if stage == STAGE3 and case.stage3 else case.meaning
+    return found
