@@ -789,6 +789,8 @@ def test_lab7_a_coroutine_that_never_waits_holds_the_loop_until_the_site_lets_go
     assert broken[before.url]["error"].startswith(
         "WireError: connection closed before the response was complete"
     ), broken[before.url]
+
+
 # --- lab 8: a crawl that hangs, and where every task waits --------------------------------
 
 
