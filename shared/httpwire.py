@@ -47,12 +47,19 @@ class WireError(Exception):
 NETWORK_ERRORS = (OSError, WireError)
 
 
+_NORMALISED = re.compile(r"(?P<scheme>https?)://(?P<host>[a-z0-9.-]+)(?::(?P<port>[1-9][0-9]*))?/")
+
+
 def address(url: str) -> tuple[str, int]:
     """Return the (host, port) to connect to for an http(s) URL.
 
     Default ports are 80 and 443; IPv6 brackets are stripped.  Raises ValueError for
     anything that is not an absolute http(s) URL.
     """
+    # Quick for a normalised URL (asked twice per try); anything else is left to urlsplit().
+    match = _NORMALISED.match(url)
+    if match is not None and int(match["port"] or 0) <= 65535:
+        return match["host"], int(match["port"] or DEFAULT_PORTS[match["scheme"]])
     parts = urlsplit(url)
     if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
         raise ValueError(f"not an absolute http(s) URL: {url!r}")

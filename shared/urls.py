@@ -203,6 +203,16 @@ def lenient_host(host: str) -> str:
 _HOST = re.compile(r"https?://([a-z0-9.-]+)(?::[0-9]*)?/")
 
 
+def host_name(url: str) -> str:
+    """Return the host name of an http(s) URL, lower case, or "" if it has none.
+
+    Quick for a normalised URL, whose host sits between "://" and the port or the path
+    (the crawlers ask for it several times per page); anything else is left to urlsplit().
+    """
+    match = _HOST.match(url)
+    return match[1] if match is not None else (urlsplit(url).hostname or "")
+
+
 class UrlRules:
     """Decide whether a URL is one this crawl fetches.
 

@@ -4,10 +4,8 @@
 # takes a callback to run later; it hands back a Future, and whoever waits for it (usually a
 # Task, see tasks.py) subscribes to that Future.
 
-from __future__ import annotations
-
 from collections.abc import Callable, Generator
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Self, TypeVar, cast
 
 from .loop import get_running_loop
 
@@ -38,7 +36,7 @@ class Future(Generic[T]):
         self._state = _PENDING
         self._result: T | None = None
         self._exception: BaseException | None = None
-        self._callbacks: list[Callable[[Future[T]], object]] = []
+        self._callbacks: list[Callable[[Self], object]] = []
 
     def done(self) -> bool:
         """Return True once the future has a result or an exception, or was cancelled."""
@@ -79,14 +77,14 @@ class Future(Generic[T]):
         self._finish(_CANCELLED, None, None)
         return True
 
-    def add_done_callback(self, fn: Callable[[Future[T]], object]) -> None:
+    def add_done_callback(self, fn: Callable[[Self], object]) -> None:
         """Arrange for the loop to call fn(future) once the future is done (soon, if it is)."""
         if self.done():
             get_running_loop().call_soon(fn, self)
         else:
             self._callbacks.append(fn)
 
-    def __iter__(self) -> Generator[Future[T], Any, T]:
+    def __iter__(self) -> Generator[Self, Any, T]:
         """Wait for the future inside a coroutine: `value = yield from future`."""
         # Footnote 12 of the chapter: a future that is already done must not pause its
         # waiter, so we only yield while pending. A done future costs no trip through the loop.

@@ -5,8 +5,6 @@
 # to read and to write at once, and run_until_complete drives a coroutine to completion by
 # wrapping it in a Task.
 
-from __future__ import annotations
-
 import heapq
 import itertools
 import logging
@@ -20,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from shared.observe import Observer
 
+# Imported for the type checker only (futures.py imports this module), so run_until_complete's
+# annotations that name them are quoted.
 if TYPE_CHECKING:
     from .futures import Coroutine, Future, T
 
@@ -85,19 +85,19 @@ class EventLoop:
 
     def _set_callback(self, sock: socket.socket, event: int, fn: Callback | None) -> bool:
         # A selector holds one key per socket. To let a socket wait to read *and* to write, the
-        # key's data is a [reader, writer] pair and its mask combines both events; register,
-        # modify and unregister keep the key in step with the pair.
-        key = self._selector.get_map().get(sock)
-        callbacks = list(key.data) if key else [None, None]
+        # key's data is a [reader, writer] pair and its mask combines both events. Registering
+        # again keeps the key in step with the pair (a crawler's socket waits for one at a time).
+        # Looked up by its number: for a socket it does not hold, the selector raises and
+        # catches a KeyError whose message holds the socket's repr, two more system calls.
+        key = self._selector.get_map().get(sock.fileno())
+        callbacks = key.data if key else [None, None]
         index = 0 if event == EVENT_READ else 1
         previous, callbacks[index] = callbacks[index], fn
         mask = (EVENT_READ if callbacks[0] else 0) | (EVENT_WRITE if callbacks[1] else 0)
-        if key and mask:
-            self._selector.modify(sock, mask, callbacks)
-        elif mask:
-            self._selector.register(sock, mask, callbacks)
-        elif key:
+        if key:
             self._selector.unregister(sock)
+        if mask:
+            self._selector.register(sock, mask, callbacks)
         return previous is not None
 
     def run_once(self) -> None:
@@ -105,10 +105,8 @@ class EventLoop:
         while self._timers and self._timers[0][2]._cancelled:
             heapq.heappop(self._timers)  # a cancelled timer must not cut the wait short
         timeout: float | None = None  # block until a socket is ready
-        if self._ready:
-            timeout = 0  # work is waiting: only poll the sockets
-        elif self._timers:
-            timeout = max(0.0, self._timers[0][0] - time.monotonic())
+        if self._ready or self._timers:  # work is waiting: only poll; a timer: wait until it is due
+            timeout = 0 if self._ready else max(0.0, self._timers[0][0] - time.monotonic())
         elif not self._selector.get_map():
             # Without this check select() would sleep forever: say so instead.
             raise RuntimeError("deadlock: no callback, timer or socket can ever wake the loop")
@@ -116,8 +114,7 @@ class EventLoop:
             for callback, event in zip(key.data, (EVENT_READ, EVENT_WRITE), strict=True):
                 if callback and events & event:
                     self.call_soon(callback)
-        now = time.monotonic()
-        while self._timers and self._timers[0][0] <= now:
+        while self._timers and self._timers[0][0] <= time.monotonic():
             self._ready.append(heapq.heappop(self._timers)[2])  # due: it runs in this turn
         # Run only the callbacks that are ready now. Those they schedule wait for the next
         # turn, so a long chain of call_soon cannot keep the loop from polling its sockets.
@@ -135,14 +132,12 @@ class EventLoop:
                 # asyncio passes it to a handler you can replace (set_exception_handler); we log.
                 LOGGER.error("Exception in callback %r", handle.fn, exc_info=exc)
 
-    def run_until_complete(self, future: Future[T] | Coroutine[T]) -> T:
+    def run_until_complete(self, future: "Future[T] | Coroutine[T]") -> "T":
         """Run until `future` (a generator is wrapped in a Task) is done; return its result."""
         # The future's exception, if it failed, is raised here by result().
         from .tasks import Task  # imported here: tasks.py imports this module
 
-        _set_running_loop(self)
-        if isinstance(future, Generator):
-            future = Task(future)
+        future = Task(future) if isinstance(future, Generator) else future
         # The chapter stops the loop with a done callback that raises StopError. Checking
         # done() after each turn has the same effect and is easier to follow.
         while not future.done():
@@ -152,8 +147,7 @@ class EventLoop:
     def close(self) -> None:
         """Release the selector; the loop cannot be used again."""
         self._selector.close()
-        if _running_loop is self:
-            _set_running_loop(None)
+        _set_running_loop(None)
 
 
 # asyncio keeps the running loop per thread. We have one thread and one loop at a time, so a

@@ -4,8 +4,6 @@
 # from a Queue, and the main coroutine waits in join() until every item put has been matched by
 # task_done(): the same pattern as threads with queue.Queue.
 
-from __future__ import annotations
-
 from collections import deque
 from typing import Generic
 

@@ -6,8 +6,6 @@
 # loop.sock_connect(), loop.sock_sendall() and loop.sock_recv(); sock_handshake() is ours, for
 # TLS on the same socket (asyncio puts TLS in its transports instead).
 
-from __future__ import annotations
-
 import contextlib
 import os
 import socket
@@ -83,8 +81,8 @@ def sock_handshake(sock: ssl.SSLSocket) -> Coroutine[None]:
     """Do the TLS handshake of a connected socket; SSLError (e.g. a bad certificate) on failure."""
     while True:
         try:
-            sock.do_handshake()
-            return  # done: certificate and host name verified (unless --insecure)
+            # Returns None once done: certificate and host name verified (unless --insecure).
+            return sock.do_handshake()
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError) as wait:
             # Not done yet: the TLS layer waits for the server's next message (it wants
             # to read) or for room to send its own (it wants to write): wait for that.

@@ -5,8 +5,6 @@
 # object between callbacks ("state saved by hand"). Here the state lives in the generator's
 # own frame, and a Task resumes that frame.
 
-from __future__ import annotations
-
 from typing import Any
 
 from .futures import CancelledError, Coroutine, Future, T, wake_all

@@ -48,6 +48,7 @@ from shared.tools.bench.measure import (
     page_set_difference,
     peak_in_flight,
     posix_only,
+    race_floor,
 )
 from shared.tools.bench.phases import (
     PhaseStep,
@@ -249,6 +250,12 @@ def test_level_bound_rounds_each_level_up_to_whole_rounds() -> None:
     assert level_bound([1, 10, 100, 1000, 889], 100, 0.05) == pytest.approx(22 * 0.05)
     assert level_bound([1, 5], 1, 0.1) == pytest.approx(0.6)
     assert level_bound([], 10, 1.0) == 0
+
+
+def test_the_races_floor_adds_the_time_the_site_takes_to_accept_every_connection() -> None:
+    """10,000 fetches of 2 s on a site that accepts 7,000 connections a second: 3.43 s."""
+    assert race_floor(2.0, 10_000, 7_000) == pytest.approx(2.0 + 10_000 / 7_000)
+    assert race_floor(0.5, 0, 7_000) == 0.5  # nothing to connect: the delay alone
 
 
 def test_page_set_difference() -> None:

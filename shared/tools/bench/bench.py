@@ -54,6 +54,7 @@ from shared.tools.bench.measure import (
     peak_in_flight,
     pin,
     posix_only,
+    race_floor,
     run_crawler,
     site_server,
 )
@@ -68,11 +69,14 @@ COMMITTED_JSON = ROOT / "shared" / "tools" / "bench" / "results.json"
 TARGETS = {
     "S1": "every stage at least as fast as the threaded baseline",
     "S2": "every stage within 1.05x of the level bound",
-    "S3": "stages 1 and 2 at most 5 KiB, stage 3 at most 10 KiB per fetch in flight",
+    "S3": "stage 1 at most 1 KiB, stage 2 at most 4 KiB (the chapter's coroutine is about 3 KB), "
+    "stage 3 at most 10 KiB per fetch in flight",
     "S3 10,000": "every stage completes 10,000 fetches at once, none lost",
+    "race": "every stage within 1.5x of the race's floor",
 }
 S2_TARGET = 1.05
-S3_TARGET_KIB = {"stage1_callbacks": 5.0, "stage2_generators": 5.0, "stage3_asyncio": 10.0}
+S3_TARGET_KIB = {"stage1_callbacks": 1.0, "stage2_generators": 4.0, "stage3_asyncio": 10.0}
+RACE_TARGET = 1.5
 
 
 @dataclass(frozen=True)
@@ -293,6 +297,7 @@ class Bench:
                 "seconds": [],
                 "complete": [],
                 "lost": [],
+                "cpu_s": [],
             }
             for c in self.crawlers
         }
@@ -319,6 +324,7 @@ class Bench:
                     entry["seconds"].append(round(wide.elapsed_s, 3))
                     entry["complete"].append(wide.ok and ok == expected)
                     entry["lost"].append(len(expected - ok))
+                    entry["cpu_s"].append(round(wide.cpu_s, 3))
                     self.log(
                         f"  run {number + 1} {crawler.name}: {per_fetch:.2f} KiB per fetch, "
                         f"peak {peak}, {len(ok)}/{len(expected)} answered in {wide.elapsed_s:.1f} s"
@@ -388,6 +394,14 @@ def markdown(doc: dict[str, Any]) -> str:
         row.append(cell(stats, ",.0f") + mark(met if "median" in stats else False))
     out.append("| " + " | ".join(row) + " |")
     out.append(cpu_row("S1", s1, names))
+    # Beside the pages per second, what bounds them from above: the site's own rate with a
+    # new connection per request (S0), as every crawler here opens one per fetch.
+    ceiling = s0["close"]["median"]
+    row = [f"S1 pages/s over the site's ceiling ({ceiling:,.0f} new connections/s, S0)"]
+    for name in names:
+        stats = s1["results"][name]
+        row.append(f"{stats['median'] / ceiling:.2f}" if "median" in stats else "-")
+    out.append("| " + " | ".join(row) + " |")
     bound = f"{s2['latency'] * 1000:g} ms, bound {s2['level_bound_s']:.2f} s"
     row = [f"S2 time / level bound ({bound})"]
     for name in names:
@@ -398,6 +412,7 @@ def markdown(doc: dict[str, Any]) -> str:
     # Next to the time over the bound: if CPU per page times the pages is near the crawl's
     # time, the crawler was waiting for its own CPU rather than for the site.
     out.append(cpu_row("S2", s2, names))
+    measured = [size for size, part in s3.items() if isinstance(part, dict) and "results" in part]
     for size, part in s3.items():
         if not isinstance(part, dict) or "results" not in part:
             if isinstance(part, dict) and "skipped" in part:
@@ -407,7 +422,8 @@ def markdown(doc: dict[str, Any]) -> str:
         row = [f"S3 KiB per fetch in flight ({int(size):,} at once)"]
         for name in names:
             stats = results[name]["summary"]
-            target = S3_TARGET_KIB.get(name)
+            # The memory targets are set at the first size (5,000), measured --runs times.
+            target = S3_TARGET_KIB.get(name) if size == measured[0] else None
             met = None if target is None else stats["median"] <= target
             row.append(cell(stats, ".1f") + mark(met))
         out.append("| " + " | ".join(row) + " |")
@@ -426,7 +442,27 @@ def markdown(doc: dict[str, Any]) -> str:
             seconds = statistics.median(entry["seconds"])
             row.append(f"{done}; {peak:,}; {seconds:.1f} s")
         out.append("| " + " | ".join(row) + " |")
-    out += ["", "Targets (✓ met, ✗ missed): " + "; ".join(TARGETS.values()) + "."]
+        if "delay" in s3:
+            floor = race_floor(s3["delay"], int(size), ceiling)
+            row = [f"S3 seconds / the race's floor ({floor:.2f} s at {int(size):,})"]
+            for name in names:
+                over = statistics.median(results[name]["seconds"]) / floor
+                # The race's target is set at the largest size (10,000).
+                judged = name != "threaded" and size == measured[-1]
+                row.append(f"{over:.2f}x" + mark(over <= RACE_TARGET if judged else None))
+            out.append("| " + " | ".join(row) + " |")
+        # Beside the race, what the crawler's own CPU asks for: a crawler whose CPU time
+        # nears its time over the floor was waiting for itself, not for the site.
+        if all(results[name].get("cpu_s") for name in names):
+            row = [f"S3 crawler CPU seconds at {int(size):,} (whole process)"]
+            row += [f"{statistics.median(results[name]['cpu_s']):.1f}" for name in names]
+            out.append("| " + " | ".join(row) + " |")
+    out += [
+        "",
+        "Targets (✓ met, ✗ missed): " + "; ".join(TARGETS.values()) + ".  The race's floor: "
+        "one response's delay, plus the time the site takes to accept that many new "
+        "connections at its S0 rate; no crawler can finish sooner.",
+    ]
     return "\n".join(out) + "\n"
 
 

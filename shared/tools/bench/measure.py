@@ -129,6 +129,16 @@ def level_bound(levels: Sequence[int], max_tasks: int, latency: float) -> float:
     return sum(math.ceil(size / max_tasks) for size in levels) * latency
 
 
+def race_floor(delay: float, fetches: int, accepts_per_s: float) -> float:
+    """Return the least time ``fetches`` slow pages fetched at once can take on this site.
+
+    Each response comes ``delay`` seconds after its request, and the requests cannot all
+    arrive at once: the site accepts new connections at ``accepts_per_s`` (S0), so the last
+    one is accepted ``fetches / accepts_per_s`` seconds after the first.
+    """
+    return delay + fetches / accepts_per_s
+
+
 def page_set_difference(got: Iterable[str], expected: Iterable[str]) -> str:
     """Return "yes" when the page sets are equal, else "+N -M" (N extra, M missing)."""
     found, wanted = set(got), set(expected)
