@@ -94,6 +94,10 @@ class Future(Generic[T]):
             yield self  # suspends: the Task waits for this future, then resumes us here
         return self.result()
 
+    def __await__(self) -> Generator[Future[T], Any, T]:
+        """Wait for the future inside an `async def`: `await` runs the same generator."""
+        return self.__iter__()  # `await future` is `yield from future` under a new name
+
     def _finish(self, state: str, result: T | None, exception: BaseException | None) -> None:
         if self.done():
             raise InvalidStateError(f"the future is already {self._state}")
