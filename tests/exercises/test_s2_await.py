@@ -68,7 +68,7 @@ def test_await_does_not_pause_at_a_done_future(loop: EventLoop) -> None:
     except pytest.fail.Exception:
         coro.close()
         pytest.fail("a done future must not pause its waiter: `await` yielded it")
-    assert value == "ready"
+    assert value == "ready", f"`await` on a done future must give its result, not {value!r}"
 
 
 @pytest.mark.task(taskno=1)
@@ -107,7 +107,8 @@ def test_a_task_runs_an_async_def_to_its_return_value(loop: EventLoop) -> None:
     loop.call_later(0.02, second.set_result, 3)
     task = Task(add())
     assert task.name == "add", "a task takes its coroutine's name"
-    assert run(loop, task) == 5
+    total = run(loop, task)
+    assert total == 5, f"the task must return what its async def returned (5), not {total!r}"
 
 
 @pytest.mark.task(taskno=2)
@@ -125,7 +126,8 @@ def test_an_async_def_awaits_a_task_and_stage_2s_generators(loop: EventLoop) -> 
         item = await wait(q.get())
         return item, await child
 
-    assert run(loop, consumer()) == ("page", "produced")
+    got = run(loop, consumer())
+    assert got == ("page", "produced"), f"await wait(q.get()), then await the task: {got!r}"
 
 
 @pytest.mark.task(taskno=2)
@@ -195,7 +197,8 @@ def test_timeout_works_around_an_await(loop: EventLoop) -> None:
             return "timed out"
         return "never"
 
-    assert run(loop, slow()) == "timed out"
+    said = run(loop, slow())
+    assert said == "timed out", f"timeout() must end the await with TimeoutError, not {said!r}"
 
 
 @pytest.mark.task(taskno=3)
@@ -206,8 +209,14 @@ def test_awaiting_asyncios_sleep_is_refused_with_what_was_yielded(loop: EventLoo
         await asyncio.sleep(0)
 
     task = Task(foreign())
-    with pytest.raises(RuntimeError, match=r"^a task may only yield Futures, not None$"):
+    try:
         run(loop, task)
+    except RuntimeError as error:
+        assert str(error) == "a task may only yield Futures, not None", (
+            f"the task must refuse what is not our Future by name, not say {error}"
+        )
+    else:
+        pytest.fail("the error must be thrown in at asyncio's yield: the coroutine went on")
     names = [frame.name for frame in traceback.extract_tb(task.exception().__traceback__)]
     assert "foreign" in names and "sleep" in names, f"the error lands at the await: {names}"
 
@@ -230,5 +239,5 @@ def test_the_async_crawler_fetches_side_by_side(loop: EventLoop) -> None:
     with serve(site) as base_url:
         crawler = AsyncCrawler([base_url], Options(max_tasks=4))
         run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
-        assert site.max_in_flight == 4
+        assert site.max_in_flight == 4, f"{site.max_in_flight} fetches at once, not 4"
     assert_matches_oracle(crawler.result(), site.expected(base_url))
