@@ -10,6 +10,7 @@ EventLoop for a limited time, so a lost wake-up fails a test instead of hanging 
 from __future__ import annotations
 
 import asyncio
+import io
 import traceback
 from typing import Any
 
@@ -18,8 +19,10 @@ from stage2_await import AsyncCrawler, wait
 from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from shared.crawling import Options
+from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
+from shared.trace import Tracer
 from stage2_generators.futures import CancelledError, Future
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
@@ -241,3 +244,18 @@ def test_the_async_crawler_fetches_side_by_side(loop: EventLoop) -> None:
         run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
         assert site.max_in_flight == 4, f"{site.max_in_flight} fetches at once, not 4"
     assert_matches_oracle(crawler.result(), site.expected(base_url))
+
+
+@pytest.mark.task(taskno=3)
+def test_the_trace_follows_each_step_down_the_chain_of_awaits(loop: EventLoop) -> None:
+    """With someone watching (--trace), each step names the chain it resumes, as stage 2's."""
+    site = Site(pages=3, traps=False)
+    out = io.StringIO()
+    with serve(site) as base_url, watching(Tracer(out)):  # what --trace does
+        crawler = AsyncCrawler([base_url], Options(max_tasks=2, ignore_robots=True))
+        loop.observer = crawler.observer
+        run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
+    assert_matches_oracle(crawler.result(), site.expected(base_url, ignore_robots=True))
+    chains = [line.split()[2] for line in out.getvalue().splitlines() if len(line.split()) > 2]
+    reading = "work>fetch>request>wait>sock_recv>_when_ready"
+    assert reading in chains, f"no step resumed {reading}; the steps: {sorted(set(chains))}"
