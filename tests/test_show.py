@@ -1,5 +1,8 @@
 """nox -s show: the recorder's data is sound, and the page shows it, step by step, in a browser.
 
+In English and in Chinese: every text the page shows a reader comes from one table per
+language, and the page in Chinese shows none of the English one.
+
 And projector mode, measured on a 1280x720 screen: the show page in large type (#big), the
 diff page (nox -s diff -- --html) and the compare pictures, their sizes read from the DOM.
 
@@ -26,9 +29,15 @@ import pytest
 from shared.crawling import Options
 from shared.testsite import Site, serve
 from shared.tools.show import browser
-from shared.tools.show.command import build_parser, crawl_arguments, main, merged_position
-from shared.tools.show.page import crawl_data, interesting_step, waits
-from shared.tools.show.record import Recorder, recording
+from shared.tools.show.command import (
+    build_parser,
+    crawl_arguments,
+    locale_language,
+    main,
+    merged_position,
+)
+from shared.tools.show.page import LANGUAGES, crawl_data, interesting_step, texts, waits, write
+from shared.tools.show.record import KINDS, Recorder, recording
 
 # A --trace line, as tests/test_trace.py reads it.
 LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\S+|-)$")
@@ -161,6 +170,83 @@ def test_a_root_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert "built-in test site only" in capsys.readouterr().err
 
 
+# ---- the page's texts, one table per language ------------------------------------------
+
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+SHOW = Path(__file__).resolve().parents[1] / "shared" / "tools" / "show"
+
+
+def test_every_text_is_in_both_languages_with_the_same_blanks() -> None:
+    table = texts()
+    assert list(table) == list(LANGUAGES)
+    english, chinese = table["en"], table["zh-CN"]
+    assert english.keys() - chinese.keys() == set(), "keys only in English"
+    assert chinese.keys() - english.keys() == set(), "keys only in Chinese"
+    for key, text in english.items():
+        assert text.strip() and chinese[key].strip(), key
+        # The names a text is filled in with: the page fills in the same in both.
+        blanks = set(PLACEHOLDER.findall(text))
+        assert blanks == set(PLACEHOLDER.findall(chinese[key])), key
+
+
+def test_every_key_the_page_names_is_in_the_table() -> None:
+    """The keys in page.html and page.js, and those they build (a stage's title, a kind)."""
+    html = (SHOW / "page.html").read_text(encoding="utf-8")
+    script = (SHOW / "page.js").read_text(encoding="utf-8")
+    named = set(re.findall(r'data-t(?:-title|-label)?="([^"]+)"', html))
+    named |= set(re.findall(r'"([a-z][a-z-]*\.[a-z0-9_-]*)"', script))  # "step.of", "kind."
+    # A key that ends in a dot is the start of keys the page builds.
+    built = {
+        "title.": ["stage1_callbacks", "stage2_generators", "stage3_asyncio"],
+        "kind.": KINDS,
+        "mode.": ["r", "w", "rw"],
+        "facts.": ["actor", "what", "why", "url", "chain"],
+        "wait.": [],  # the page takes all the table's "wait." keys, whichever they are
+    }
+    assert {key for key in named if key.endswith(".")} == built.keys()
+    named = {key for key in named if not key.endswith(".")}
+    # The sentences that say why a step ran: page.py names their keys.
+    named |= set(re.findall(r'"(why\.[a-z-]+)"', (SHOW / "page.py").read_text(encoding="utf-8")))
+    named |= {start + end for start, ends in built.items() for end in ends}
+    assert len(named) > 40
+    assert named - texts()["en"].keys() == set()
+
+
+def test_a_chinese_locale_chooses_chinese_and_the_first_set_variable_decides() -> None:
+    assert locale_language({"LANG": "zh_CN.UTF-8"}) == "zh-CN"
+    assert locale_language({"LC_MESSAGES": "zh_TW.UTF-8", "LANG": "en_US.UTF-8"}) == "zh-CN"
+    assert locale_language({"LC_ALL": "C.UTF-8", "LANG": "zh_CN.UTF-8"}) is None
+    assert locale_language({"LC_ALL": "", "LANG": "zh_SG"}) == "zh-CN"  # empty: not set
+    assert locale_language({"LANG": "en_GB.UTF-8"}) is None  # the browser decides
+    assert locale_language({}) is None
+
+
+def embedded(page: Path) -> dict[str, Any]:
+    """The data a page carries, read from its file."""
+    found = re.search(r'id="show-data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S)
+    assert found
+    data: dict[str, Any] = json.loads(found[1])
+    return data
+
+
+def test_the_command_writes_the_language_asked_or_the_locale_s(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = tmp_path / "page.html"
+    argv = ["stage2", "--out", str(page), "--no-open", "--site-pages", "2", "-q"]
+    for name in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert main(argv) == 0
+    assert embedded(page)["lang"] == "zh-CN"
+    assert main([*argv, "--lang", "en"]) == 0
+    assert embedded(page)["lang"] == "en"
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    assert main(argv) == 0
+    assert embedded(page)["lang"] is None  # the page follows the reader's browser
+    assert embedded(page)["texts"] == texts()
+
+
 # ---- the page, in a browser ---------------------------------------------------------
 
 
@@ -172,6 +258,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for which in ("stage2", "all"):
         made[which] = folder / f"{which}.html"
         argv = [which, "--out", str(made[which]), "--no-open", "--site-latency", "0.02", "-q"]
+        argv += ["--lang", "en"]  # in English wherever the tests run: they read its texts
         assert main(argv) == 0
     return made
 
@@ -192,6 +279,7 @@ def open_page(driver: Any, page: Path, fragment: str = "") -> dict[str, Any]:
     """Open a page from disk, wait until it is drawn, and return its embedded data."""
     from selenium.webdriver.support.ui import WebDriverWait
 
+    driver.get("about:blank")  # a page loaded afresh: not the last one, its hash changed
     driver.get(page.resolve().as_uri() + fragment)
     WebDriverWait(driver, 10).until(
         lambda d: d.execute_script("return document.body.dataset.ready")
@@ -388,6 +476,124 @@ def test_a_fragment_opens_the_page_at_a_step(driver: Any, pages: dict[str, Path]
     assert shown_panel(driver, crawl) == expected_panel(data["crawls"][crawl], step)
 
 
+# ---- the page in Chinese -------------------------------------------------------------
+
+#: What the page shows a reader, as text: the visible text (less what the crawls recorded:
+#: code, file, what ran, URL, frames), every tooltip and label, and the window's title.
+SHOWN_TEXT = """
+const data = ".code, .file, dd.what, dd.url, dd.chain, script, style";
+const texts = [document.title];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+  const parent = node.parentElement;
+  if (parent.closest(data) || !parent.getClientRects().length) continue;
+  if (node.textContent.trim()) texts.push(node.textContent);
+}
+for (const e of document.querySelectorAll("[title], [aria-label]")) {
+  texts.push(e.title, e.getAttribute("aria-label") || "");
+}
+for (const option of document.querySelectorAll("option")) texts.push(option.textContent);
+return texts.filter((text) => text.trim());
+"""
+
+
+def english_left(shown: list[str]) -> list[str]:
+    """The pieces of the English table's texts found in what the page shows.
+
+    A text that is the same in both tables (a term kept in English: future, task, URL)
+    is left out; the rest is cut at its blanks, and each piece with a word in it must not
+    be shown, as a whole word ("--max-tasks" does not show "tasks").
+    """
+    table = texts()
+    pieces = set()
+    for key, text in table["en"].items():
+        if text != table["zh-CN"][key]:
+            pieces |= {p.strip(" .,:;·()") for p in PLACEHOLDER.split(text)[::2]}
+    all_shown = "\n".join(shown)
+    return sorted(
+        piece
+        for piece in pieces
+        if re.search("[A-Za-z]{2}", piece)
+        and re.search(r"(?<![-\w])" + re.escape(piece) + r"(?![-\w])", all_shown)
+    )
+
+
+def test_english_left_finds_the_english_texts() -> None:
+    """The check below can fail: it finds what an English page shows."""
+    english = texts()["en"]
+    assert english_left([english["step.idle"]]) == [english["step.idle"]]
+    assert "step" in english_left(["step 3 of 20"]) and "of" in english_left(["step 3 of 20"])
+    assert english_left(["--max-tasks 2", "task worker-0", "Task-3 crawl"]) == []
+
+
+@pytest.mark.parametrize("which", ["stage2", "all"])
+def test_in_chinese_the_page_shows_no_english_text_but_the_crawls(
+    driver: Any, pages: dict[str, Path], which: str
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    # The page in English shows its texts: the check is not blind.
+    open_page(driver, pages[which], "#lang=en")
+    assert len(english_left(driver.execute_script(SHOWN_TEXT))) > 30
+    open_page(driver, pages[which], "#lang=zh-CN")
+    assert driver.execute_script("return document.documentElement.lang") == "zh-CN"
+    for key, times in [(Keys.HOME, 1), (Keys.ARROW_RIGHT, 5), (Keys.END, 1)]:
+        press(driver, key, times)
+        shown = driver.execute_script(SHOWN_TEXT)
+        assert english_left(shown) == [], key
+        assert any("步，共" in text for text in shown)
+
+
+def test_the_language_is_a_button_a_key_and_an_address(driver: Any, pages: dict[str, Path]) -> None:
+    zh = texts()["zh-CN"]
+    data = open_page(driver, pages["stage2"], "#step=3")
+    total = len(data["crawls"][0]["steps"]["t"])
+    panel_step = "return document.querySelector('.panel .step-no').textContent"
+    button = driver.find_element("id", "lang")
+    assert button.text == "中文" and cursor(driver) == 3
+    button.click()
+    assert driver.execute_script("return location.hash") == "#step=3&lang=zh-CN"
+    assert driver.find_element("id", "step-no").text == f"第 3 步，共 {total} 步"
+    assert driver.execute_script(panel_step) == f"第 3 步，共 {total} 步"
+    assert driver.find_element("css selector", "h1").text == zh["page.title"]
+    assert button.text == "English"
+    press(driver, "l")
+    assert driver.execute_script("return location.hash") == "#step=3&lang=en"
+    assert cursor(driver) == 3 and driver.find_element("id", "play").text == "▶ play"
+    # An address with a language opens the page in it, at its step; a changed one switches.
+    open_page(driver, pages["stage2"], "#lang=zh-CN&step=4")
+    assert driver.find_element("id", "step-no").text == f"第 4 步，共 {total} 步"
+    driver.execute_script("location.hash = '#lang=en&step=4'")
+    assert cursor(driver) == 4
+
+
+def test_the_page_opens_in_its_own_language_else_the_browser_s(
+    driver: Any, pages: dict[str, Path], tmp_path: Path
+) -> None:
+    data = open_page(driver, pages["stage2"])
+    step_no = "return document.getElementById('step-no').textContent"
+    for lang in (None, "zh-CN"):
+        write(tmp_path / f"{lang}.html", data["crawls"], data["heading"], data["start"], lang)
+    open_page(driver, tmp_path / "zh-CN.html")  # as `--lang zh-CN` made it
+    assert driver.execute_script(step_no).startswith("第 ")
+    open_page(driver, tmp_path / "zh-CN.html", "#lang=en")  # the address decides first
+    assert driver.execute_script(step_no).startswith("step ")
+    assert driver.execute_script("return navigator.language") == "en-US"
+    open_page(driver, tmp_path / "None.html")  # no language given: the browser's
+    assert driver.execute_script(step_no).startswith("step ")
+    agent = driver.execute_script("return navigator.userAgent")
+    chinese = {"userAgent": agent, "acceptLanguage": "zh-CN"}
+    driver.execute_cdp_cmd("Emulation.setUserAgentOverride", chinese)
+    try:
+        open_page(driver, tmp_path / "None.html")
+        assert driver.execute_script("return navigator.language") == "zh-CN"
+        assert driver.execute_script(step_no).startswith("第 ")
+        open_page(driver, pages["stage2"])  # made with --lang en: in English all the same
+        assert driver.execute_script(step_no).startswith("step ")
+    finally:
+        driver.execute_cdp_cmd("Emulation.setUserAgentOverride", {"userAgent": agent})
+
+
 def test_the_screenshot_is_a_png_of_the_whole_page(
     driver: Any, pages: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -474,11 +680,13 @@ def test_without_a_step_the_page_opens_at_a_busy_one(
     assert shown_panel(driver, crawl)["sockets"]
 
 
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
 @pytest.mark.parametrize("which", ["stage2", "all"])
 def test_big_type_puts_the_code_beside_the_lanes_at_18_px(
-    projector: Any, pages: dict[str, Path], which: str
+    projector: Any, pages: dict[str, Path], which: str, lang: str
 ) -> None:
-    open_page(projector, pages[which], "#big")
+    """In either language: Chinese characters are wider, and the controls must still fit."""
+    open_page(projector, pages[which], f"#big&lang={lang}")
     lanes = measure(projector, "#lanes")
     assert lanes["smallest"] >= 18, "the lanes are drawn at the canvas's font size"
     for text in (".code .ln", ".facts dd", "#controls button", ".panel h2"):
@@ -515,10 +723,11 @@ def test_big_type_is_a_button_a_key_and_an_address(projector: Any, pages: dict[s
     crawl, _ = merged(data)[11]
     shown = projector.find_elements("css selector", ".panel")
     assert [p.get_attribute("data-crawl") for p in shown if p.is_displayed()] == [str(crawl)]
-    # The normal view fits the screen too.
-    open_page(projector, pages["all"])
-    found = measure(projector, "#lanes")
-    assert found["scroll"] <= found["width"]
+    # The normal view fits the screen too, in either language.
+    for lang in ("en", "zh-CN"):
+        open_page(projector, pages["all"], f"#lang={lang}")
+        found = measure(projector, "#lanes")
+        assert found["scroll"] <= found["width"], lang
 
 
 def test_the_diff_page_fits_a_projector_and_lists_its_pairs(projector: Any, tmp_path: Path) -> None:

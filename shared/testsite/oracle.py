@@ -222,15 +222,31 @@ def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) ->
     """Assert that a crawl's page set equals the oracle's, and each record agrees with it.
 
     The one comparison the suite and the exercises' tests make of a crawl with its site.
+    Each message starts with a sentence a one-line report can show: what differs, and the
+    crawl's first failed fetches, whose errors most often say why.
     """
+    failed = [
+        f"{s.url} failed with {s.error}"
+        for s in result.fetches
+        if s.error and (s.url not in expected or fields(s) != expected_fields(expected[s.url]))
+    ]
+    why = "; ".join(failed[:2]) if failed else "no fetch failed unforeseen"
+    empty = [s.error for s in result.fetches if (s.error or "").startswith("NotImplementedError")]
+    assert not empty, f"a function is still empty: {empty[0] if empty else ''}"
     assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
     missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
+    assert not missing and not extra, (
+        f"the crawl missed {len(missing)} and added {len(extra)} of the site's pages ({why}): "
+        f"missing {sorted(missing)}, extra {sorted(extra)}"
+    )
     wrong = {
         url: (fields(stat), expected_fields(expected[url]))
         for url, stat in result.by_url().items()
         if fields(stat) != expected_fields(expected[url])
     }
-    assert not wrong, "records differ from the oracle (got, expected):\n" + "\n".join(
-        f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items())
+    first = min(wrong, default="")
+    assert not wrong, (
+        f"{len(wrong)} records differ from the oracle, first {first}: got {wrong[first][0]}, "
+        f"expected {wrong[first][1]} (got, expected):\n"
+        + "\n".join(f"{url}: {got} != {exp}" for url, (got, exp) in sorted(wrong.items()))
     )

@@ -38,6 +38,11 @@ RESULTS_ENV = "EXERCISE_RESULTS"  # the file `check` reads the results from
 WORKSPACE_ENV = "EXERCISE_WORKSPACE"  # the workspace every module under test must come from
 TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"  # seconds per test, instead of the default
 ONLY_TASK_ENV = "EXERCISE_ONLY_TASK"  # `check --task N`: run that task's tests alone
+# Two knobs for the suite's own checks of the exercises (tests/test_exercise_answers.py),
+# which want one verdict per task and no more: only these tasks' tests ("1,3"), and a
+# task's other tests failed unrun once one has failed (its first reason is the verdict).
+TASKS_ENV = "EXERCISE_TASKS"
+FIRST_FAILURE_ENV = "EXERCISE_FIRST_FAILURE"
 DEFAULT_TIME_LIMIT = 20.0
 FIRST_PARTY = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
 HERE = Path(__file__).resolve().parent
@@ -123,6 +128,20 @@ def mine(item: pytest.Item) -> bool:
 # The tasks one of whose tests ran out of time, as (test module, task number): the main
 # suite runs every exercise's tests together, and each has its own task 1.
 _timed_out: set[tuple[Path, int]] = set()
+_failed: set[tuple[Path, int]] = set()  # the tasks one of whose tests failed
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep only some tasks' tests: task N's under `check --task N` (one grading step per
+    task), or those EXERCISE_TASKS lists ("1,3", for the suite's own checks)."""
+    only, wanted = os.environ.get(ONLY_TASK_ENV), os.environ.get(TASKS_ENV)
+    if not only and not wanted:
+        return
+    tasks = {int(n) for n in (only or wanted or "").split(",")}
+    dropped = [item for item in items if mine(item) and task_of(item) not in tasks]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in dropped]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -136,6 +155,8 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     if task is not None and (item.path, task) in _timed_out:
         reason = f"not run: a test of task {task} already {limit_message(time_limit())}"
         pytest.fail(reason, pytrace=False)
+    if task is not None and (item.path, task) in _failed and os.environ.get(FIRST_FAILURE_ENV):
+        pytest.fail(f"not run: a test of task {task} failed already", pytrace=False)
     with bounded(time_limit()):
         return (yield)
 
@@ -175,6 +196,8 @@ def pytest_runtest_makereport(
     task = task_of(item)
     if task is not None and call.excinfo and call.excinfo.errisinstance(TimeLimitExceeded):
         _timed_out.add((item.path, task))
+    if task is not None and report.failed:
+        _failed.add((item.path, task))
     record(
         {
             "event": "report",
@@ -212,17 +235,6 @@ def prove_workspace(insist: bool) -> None:
         ]
         if strays:
             raise pytest.UsageError(f"not imported from the workspace {root}: {', '.join(strays)}")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `check --task N`, keep task N's tests only: one grading step per task."""
-    only = os.environ.get(ONLY_TASK_ENV)
-    if not only:
-        return
-    dropped = [item for item in items if mine(item) and task_of(item) != int(only)]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item in items if item not in dropped]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

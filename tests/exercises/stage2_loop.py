@@ -8,6 +8,7 @@ to the loop, which logs it and goes on (most often, that is the cause).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import time
@@ -21,6 +22,7 @@ from stage2_generators.loop import EventLoop
 from stage2_generators.tasks import Task
 
 T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
 LIMIT_S = 5.0  # far above what any test of a framework piece needs
 
 
@@ -99,3 +101,18 @@ def run(
     finally:
         logger.removeHandler(errors)
     return future.result()
+
+
+@contextlib.contextmanager
+def raises(kind: type[E], why: str) -> Iterator[pytest.ExceptionInfo[E]]:
+    """pytest.raises, but when nothing is raised the test fails with ``why``, a sentence.
+
+    pytest's own words, "DID NOT RAISE CancelledError", tell a student nothing.
+    """
+    try:
+        with pytest.raises(kind) as info:
+            yield info
+    except pytest.fail.Exception as failed:
+        if "DID NOT RAISE" not in str(failed):
+            raise
+        pytest.fail(f"{why} (no {kind.__name__} came out)", pytrace=False)

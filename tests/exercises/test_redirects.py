@@ -19,9 +19,10 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import BaseCrawler, Options
-from shared.report import CrawlResult, FetchStatistic
+from shared.report import FetchStatistic
 from shared.responses import Response
-from shared.testsite import Expected, Site, serve
+from shared.testsite import Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 
 ROOT = "http://127.0.0.1:8080/"  # never contacted: these responses are made up
 HTML = {"content-type": "text/html; charset=utf-8"}
@@ -56,45 +57,6 @@ def redirect(status: int, location: str | None, body: bytes = b"") -> Response:
 # --- the oracle's view of a record ---------------------------------------------------------
 
 
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    """The same fields, as the test site's oracle predicts them."""
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = [
-        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
-        for url, stat in sorted(result.by_url().items())
-        if fields(stat) != expected_fields(expected[url])
-    ]
-    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
-
-
 # --- Task 1: a page and its links ----------------------------------------------------------
 
 
@@ -104,11 +66,19 @@ def test_a_page_is_recorded_and_its_links_are_queued() -> None:
     c = crawler()
     body = html("/a", "b", "/a#again", "http://other.example/", "mailto:x@other.example")
     items = c.record_response(ROOT, 10, Response(200, HTML, body), 2)
-    assert items == [(ROOT + "a", 10), (ROOT + "b", 10)]
+    assert items == [(ROOT + "a", 10), (ROOT + "b", 10)], (
+        f"queued {items}: each distinct link in scope once, sorted, with --max-redirect"
+    )
     stat = record_of(c, ROOT)
-    assert (stat.status, stat.next_url, stat.error, stat.tries) == (200, None, None, 2)
-    assert (stat.content_type, stat.encoding, stat.size) == ("text/html", "utf-8", len(body))
-    assert (stat.num_urls, stat.num_new_urls) == (2, 2)
+    assert (stat.status, stat.next_url, stat.error, stat.tries) == (200, None, None, 2), (
+        f"the page was recorded as {stat}"
+    )
+    assert (stat.content_type, stat.encoding, stat.size) == ("text/html", "utf-8", len(body)), (
+        f"the page was recorded as {stat}: its media type, charset and body size"
+    )
+    assert (stat.num_urls, stat.num_new_urls) == (2, 2), (
+        f"the record counts {stat.num_urls} links and {stat.num_new_urls} new, not 2 and 2"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -116,9 +86,13 @@ def test_links_seen_before_are_not_queued_again() -> None:
     c = crawler()
     c.record_response(ROOT, 10, Response(200, HTML, html("/a", "/b")), 1)
     items = c.record_response(ROOT + "a", 10, Response(200, HTML, html("/", "/b", "/c")), 1)
-    assert items == [(ROOT + "c", 10)], "only the link never seen before"
+    assert items == [(ROOT + "c", 10)], (
+        f"only the links not yet in self.seen_urls are queued, not {items}"
+    )
     stat = record_of(c, ROOT + "a")
-    assert (stat.num_urls, stat.num_new_urls) == (3, 1)
+    assert (stat.num_urls, stat.num_new_urls) == (3, 1), (
+        f"the record counts {stat.num_urls} links and {stat.num_new_urls} new, not 3 and 1"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -126,7 +100,10 @@ def test_a_link_starts_with_the_crawls_allowance_of_redirects() -> None:
     """The page was reached with 2 redirects left; its links get --max-redirect again."""
     c = crawler(max_redirect=5)
     items = c.record_response(ROOT + "moved", 2, Response(200, HTML, html("/next")), 1)
-    assert items == [(ROOT + "next", 5)]
+    assert items == [(ROOT + "next", 5)], (
+        f"queued {items}: a link starts a new path, with the crawl's --max-redirect (5), not "
+        "what was left to the page"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -136,8 +113,9 @@ def test_the_body_is_decoded_with_its_charset() -> None:
     body = '<a href="/caf\xe9">caf\xe9</a>'.encode("latin-1")
     headers = {"content-type": "text/html; charset=latin-1"}
     items = c.record_response(ROOT, 10, Response(200, headers, body), 1)
-    assert items == [(ROOT + "caf%C3%A9", 10)]
-    assert record_of(c, ROOT).encoding == "iso8859-1"
+    assert items == [(ROOT + "caf%C3%A9", 10)], f"queued {items}: decode with the charset given"
+    encoding = record_of(c, ROOT).encoding
+    assert encoding == "iso8859-1", f"the page was decoded as {encoding}, not its iso8859-1"
 
 
 @pytest.mark.task(taskno=1)
@@ -155,15 +133,16 @@ def test_a_site_of_plain_pages_gives_the_oracles_records() -> None:
 def test_an_error_page_is_recorded_and_not_read_for_links() -> None:
     c = crawler()
     body = html("/never")
-    assert c.record_response(ROOT + "missing", 10, Response(404, HTML, body), 1) == []
+    items = c.record_response(ROOT + "missing", 10, Response(404, HTML, body), 1)
+    assert items == [], f"a 404 queued {items}: only a 200 is read for links"
     stat = record_of(c, ROOT + "missing")
     assert (stat.status, stat.content_type, stat.size, stat.error) == (
         404,
         "text/html",
         len(body),
         None,
-    )
-    assert (stat.encoding, stat.num_urls) == (None, 0)
+    ), f"the 404 was recorded as {stat}: status, type and size, no error"
+    assert (stat.encoding, stat.num_urls) == (None, 0), f"the 404 was read for links: {stat}"
 
 
 @pytest.mark.parametrize(
@@ -174,22 +153,28 @@ def test_bodies_of_types_that_are_not_parsed_are_not_read(content_type: str | No
     c = crawler()
     headers = {"content-type": content_type} if content_type else {}
     body = b'<a href="/never">not a link here</a>'
-    assert c.record_response(ROOT + "file", 10, Response(200, headers, body), 1) == []
+    items = c.record_response(ROOT + "file", 10, Response(200, headers, body), 1)
+    assert items == [], f"a body of type {content_type} queued {items}: it is not read"
     stat = record_of(c, ROOT + "file")
     media_type = content_type.split(";")[0] if content_type else None
-    assert (stat.status, stat.content_type, stat.size) == (200, media_type, len(body))
-    assert (stat.encoding, stat.num_urls) == (None, 0)
+    assert (stat.status, stat.content_type, stat.size) == (200, media_type, len(body)), (
+        f"recorded as {stat}: status, type and size"
+    )
+    assert (stat.encoding, stat.num_urls) == (None, 0), f"the body was read for links: {stat}"
 
 
 @pytest.mark.task(taskno=2)
 def test_a_body_too_large_is_recorded_with_an_error() -> None:
     c = crawler()
     response = Response(200, HTML, b"", too_large=True)
-    assert c.record_response(ROOT + "huge", 10, response, 1) == []
+    items = c.record_response(ROOT + "huge", 10, response, 1)
+    assert items == [], f"a body too large queued {items}"
     stat = record_of(c, ROOT + "huge")
-    assert stat.status == 200 and stat.content_type == "text/html"
-    assert stat.error is not None, "the record says the body was too large"
-    assert (stat.encoding, stat.num_urls) == (None, 0)
+    assert stat.status == 200 and stat.content_type == "text/html", f"recorded as {stat}"
+    assert stat.error is not None and stat.size is None, (
+        f"a body too large is recorded with an error, and no size: {stat}"
+    )
+    assert (stat.encoding, stat.num_urls) == (None, 0), f"a body too large was read: {stat}"
 
 
 @pytest.mark.task(taskno=2)
@@ -199,10 +184,11 @@ def test_a_robots_txt_is_obeyed_and_never_read_for_links() -> None:
     robots = ROOT + "robots.txt"
     c.begin_robots(robots)
     body = b"User-agent: *\nDisallow: /private/\n" + html("/from-robots")
-    assert c.record_response(robots, 0, Response(200, HTML, body), 1) == []
-    assert record_of(c, robots).status == 200
+    items = c.record_response(robots, 0, Response(200, HTML, body), 1)
+    assert items == [], f"a robots.txt queued {items}: learn its rules, never read it for links"
+    assert record_of(c, robots).status == 200, "the robots.txt was not recorded as its 200"
     assert not c.begin(ROOT + "private/page"), "the rules were learned"
-    assert c.begin(ROOT + "public/page")
+    assert c.begin(ROOT + "public/page"), "the rules forbid a page they allow"
 
 
 @pytest.mark.task(taskno=2)
@@ -210,7 +196,8 @@ def test_a_robots_txt_that_redirects_is_not_followed() -> None:
     c = crawler(ignore_robots=False)
     robots = ROOT + "robots.txt"
     c.begin_robots(robots)
-    assert c.record_response(robots, 10, redirect(301, "/elsewhere.txt"), 1) == []
+    items = c.record_response(robots, 10, redirect(301, "/elsewhere.txt"), 1)
+    assert items == [], f"a robots.txt's redirect queued {items}: it is never followed"
     assert c.begin(ROOT + "any/page"), "a robots.txt that is not a 200 allows everything"
 
 
@@ -231,9 +218,17 @@ def test_a_redirect_is_recorded_with_its_target_and_the_target_is_queued() -> No
     """A relative Location, joined to the URL; one redirect fewer; the body not read."""
     c = crawler()
     response = redirect(302, "new", html("/never"))
-    assert c.record_response(ROOT + "old", 10, response, 1) == [(ROOT + "new", 9)]
+    items = c.record_response(ROOT + "old", 10, response, 1)
+    assert items == [(ROOT + "new", 9)], (
+        f"a redirect queued {items}, not its target with one redirect fewer"
+    )
     stat = record_of(c, ROOT + "old")
-    assert (stat.status, stat.next_url, stat.error, stat.num_urls) == (302, ROOT + "new", None, 0)
+    assert (stat.status, stat.next_url, stat.error, stat.num_urls) == (
+        302,
+        ROOT + "new",
+        None,
+        0,
+    ), f"the redirect was recorded as {stat}: its status and target, not read for links"
 
 
 @pytest.mark.task(taskno=3)
@@ -250,14 +245,18 @@ def test_every_redirect_status_is_followed_to_its_normalised_target() -> None:
     for status, (location, path) in locations.items():
         url = f"{ROOT}r/{status}"
         items = c.record_response(url, 3, redirect(status, location), 1)
-        assert items == [(ROOT + path, 2)], f"{status} to {location!r}"
-        assert record_of(c, url).next_url == ROOT + path
+        assert items == [(ROOT + path, 2)], (
+            f"a {status} to {location!r} queued {items}, not its normalised target, one "
+            "redirect fewer"
+        )
+        assert record_of(c, url).next_url == ROOT + path, f"the {status}'s record lost its target"
 
 
 @pytest.mark.task(taskno=3)
 def test_a_redirect_with_no_redirects_left_is_recorded_but_not_followed() -> None:
     c = crawler()
-    assert c.record_response(ROOT + "old", 0, redirect(301, "/new"), 1) == []
+    items = c.record_response(ROOT + "old", 0, redirect(301, "/new"), 1)
+    assert items == [], f"with no redirects left, a redirect queued {items}"
     assert record_of(c, ROOT + "old").next_url == ROOT + "new", "the record still says where"
 
 
@@ -265,16 +264,18 @@ def test_a_redirect_with_no_redirects_left_is_recorded_but_not_followed() -> Non
 def test_a_redirect_off_the_site_is_recorded_but_not_followed() -> None:
     c = crawler()
     away = "http://other.example/elsewhere"
-    assert c.record_response(ROOT + "away", 10, redirect(302, away), 1) == []
-    assert record_of(c, ROOT + "away").next_url == away
+    items = c.record_response(ROOT + "away", 10, redirect(302, away), 1)
+    assert items == [], f"a redirect to another host queued {items}: it is out of scope"
+    assert record_of(c, ROOT + "away").next_url == away, "the record lost the target"
 
 
 @pytest.mark.task(taskno=3)
 def test_a_redirect_without_a_location_is_recorded_only() -> None:
     c = crawler()
-    assert c.record_response(ROOT + "lost", 10, redirect(302, None), 1) == []
+    items = c.record_response(ROOT + "lost", 10, redirect(302, None), 1)
+    assert items == [], f"a redirect with no Location queued {items}"
     stat = record_of(c, ROOT + "lost")
-    assert (stat.status, stat.next_url) == (302, None)
+    assert (stat.status, stat.next_url) == (302, None), f"recorded as {stat}"
 
 
 @pytest.mark.task(taskno=3)
@@ -294,17 +295,23 @@ def test_two_redirects_to_one_target_queue_it_once() -> None:
     """Both are recorded with their target; only the first puts it in the queue."""
     c = crawler()
     joined = ROOT + "joined"
-    assert c.record_response(ROOT + "join-a", 10, redirect(301, "/joined"), 1) == [(joined, 9)]
-    assert c.record_response(ROOT + "join-b", 10, redirect(307, "/joined#x"), 1) == []
-    assert record_of(c, ROOT + "join-a").next_url == joined
-    assert record_of(c, ROOT + "join-b").next_url == joined
+    first = c.record_response(ROOT + "join-a", 10, redirect(301, "/joined"), 1)
+    assert first == [(joined, 9)], f"the first redirect to /joined queued {first}"
+    second = c.record_response(ROOT + "join-b", 10, redirect(307, "/joined#x"), 1)
+    assert second == [], (
+        f"the second redirect to /joined queued {second}: a target seen before is not queued "
+        "again (coalesce), so add each target to self.seen_urls"
+    )
+    assert record_of(c, ROOT + "join-a").next_url == joined, "join-a's record lost its target"
+    assert record_of(c, ROOT + "join-b").next_url == joined, "join-b's record lost its target"
 
 
 @pytest.mark.task(taskno=4)
 def test_a_redirect_to_a_page_already_seen_queues_nothing() -> None:
     c = crawler()
     c.record_response(ROOT, 10, Response(200, HTML, html("/target", "/old")), 1)
-    assert c.record_response(ROOT + "old", 10, redirect(302, "/target"), 1) == []
+    items = c.record_response(ROOT + "old", 10, redirect(302, "/target"), 1)
+    assert items == [], f"a redirect to a page already seen queued {items}: coalesce"
     assert c.record_response(ROOT + "target", 9, redirect(302, "/"), 1) == [], "the root too"
 
 
@@ -321,9 +328,12 @@ def test_a_redirect_cycle_ends() -> None:
     """/r/1 -> /r/2 -> /r/1: the second hop leads back to a URL already seen."""
     c = crawler()
     c.record_response(ROOT, 10, Response(200, HTML, html("/r/1", "/r/self")), 1)
-    assert c.record_response(ROOT + "r/1", 10, redirect(302, "/r/2"), 1) == [(ROOT + "r/2", 9)]
-    assert c.record_response(ROOT + "r/2", 9, redirect(302, "1"), 1) == []
-    assert c.record_response(ROOT + "r/self", 10, redirect(302, "/r/self"), 1) == []
+    items = c.record_response(ROOT + "r/1", 10, redirect(302, "/r/2"), 1)
+    assert items == [(ROOT + "r/2", 9)], f"/r/1 to /r/2 queued {items}"
+    items = c.record_response(ROOT + "r/2", 9, redirect(302, "1"), 1)
+    assert items == [], f"/r/2 back to /r/1 queued {items}: the cycle goes on; coalesce"
+    items = c.record_response(ROOT + "r/self", 10, redirect(302, "/r/self"), 1)
+    assert items == [], f"a redirect to itself queued {items}: coalesce"
 
 
 @pytest.mark.task(taskno=4)
@@ -344,4 +354,9 @@ def test_every_stage_fetches_each_url_once_and_gives_the_oracles_records(
     expected = site.expected(base)
     assert_matches_oracle(result, expected)
     requested = {base.rstrip("/") + path: n for path, n in site.requests.items()}
-    assert requested == {url: exp.tries for url, exp in expected.items()}
+    twice = sorted(
+        url for url, n in requested.items() if url in expected and n > expected[url].tries
+    )
+    assert requested == {url: exp.tries for url, exp in expected.items()}, (
+        f"URLs requested more often than the oracle says: {twice}"
+    )

@@ -25,9 +25,9 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
 from shared.resolver import Resolver
-from shared.testsite import Expected, ServerTLS, Site, serve
+from shared.testsite import ServerTLS, Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Crawler, Fetcher
 from stage1_callbacks.loop import Callback, EventLoop
@@ -190,44 +190,6 @@ def no_errors(crawler: Harness) -> str:
 # --- the oracle's view of a record ---------------------------------------------------------
 
 
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    """The same fields, as the test site's oracle predicts them."""
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = [
-        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
-        for url, stat in sorted(result.by_url().items())
-        if fields(stat) != expected_fields(expected[url])
-    ]
-    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
-
-
 def spy(
     monkeypatch: pytest.MonkeyPatch, name: str, calls: list[str]
 ) -> Callable[[Fetcher, Any, int], None]:
@@ -270,7 +232,7 @@ def test_start_returns_at_once_while_the_connection_is_still_being_made(
     [stat] = crawler.result().fetches
     # The connection was never made: only the try's timer could end it.
     assert stat.error is not None and stat.error.startswith("TimeoutError"), stat
-    assert stat.tries == 1
+    assert stat.tries == 1, f"the failed connect was recorded as {stat}: one try"
 
 
 @pytest.mark.task(taskno=1)
@@ -281,7 +243,7 @@ def test_start_leaves_on_connected_waiting_for_the_socket_to_be_writable(
     calls: list[tuple[str, int, int]] = []
 
     def on_connected(self: Fetcher, key: Any, mask: int) -> None:
-        assert self.sock is not None
+        assert self.sock is not None, "start() kept no socket in self.sock"
         calls.append((self.url, mask, self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
         self.close()
         self.crawler.finished(self, [])
@@ -296,7 +258,9 @@ def test_start_leaves_on_connected_waiting_for_the_socket_to_be_writable(
         "the loop never called _on_connected: register the socket for EVENT_WRITE with"
         " self._on_connected"
     )
-    assert calls == [(base, EVENT_WRITE, 0)]
+    assert calls == [(base, EVENT_WRITE, 0)], (
+        f"the loop was asked for {calls}: register the socket for EVENT_WRITE, once"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -334,7 +298,7 @@ def test_a_name_that_does_not_resolve_is_a_failed_try() -> None:
     )
     [stat] = crawler.result().fetches
     assert stat.error is not None and stat.error.startswith("gaierror"), stat
-    assert stat.tries == 3
+    assert stat.tries == 3, f"{stat}: each of the 3 tries has its own socket and timer"
 
 
 # --- Task 2: _on_connected() --------------------------------------------------------------
@@ -379,5 +343,7 @@ def test_an_https_connect_goes_on_to_the_tls_handshake(
     with serve(site, tls=test_ca) as base:
         options = Options(cafile=test_ca.cafile, ignore_robots=True)
         result = stage1_callbacks.crawl([base], options)
+        assert set(handshakes) == result.urls, (
+            "an https fetch did not go through _on_handshake: wrap the socket in TLS first"
+        )
         assert_matches_oracle(result, site.expected(base, ignore_robots=True))
-    assert set(handshakes) == result.urls, "every https fetch went through _on_handshake"

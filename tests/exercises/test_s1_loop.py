@@ -10,6 +10,7 @@ what went wrong instead of running into the time limit.
 from __future__ import annotations
 
 import selectors
+import signal
 import socket
 import threading
 import time
@@ -94,6 +95,17 @@ def recorder() -> tuple[list[Any], Callable[..., None]]:
     return seen, record
 
 
+def run_once_keeping_errors_in(loop: EventLoop) -> None:
+    """One turn, which must not let a callback's ValueError out: fail saying so if it does."""
+    try:
+        loop.run_once()
+    except ValueError as exc:
+        pytest.fail(
+            f"a callback's {exc!r} escaped run_once: run callbacks through self._run, which "
+            "gives their errors to the exception_handler"
+        )
+
+
 # --- task 1: the callbacks of ready sockets ---------------------------------------------
 
 
@@ -145,11 +157,13 @@ def test_a_callback_that_raises_goes_to_the_handler_and_the_turn_goes_on(
     loop.register(second, READ, lambda key, mask: record("good"))
     first_peer.send(b"x")
     second_peer.send(b"x")
-    loop.run_once()  # must not raise: the exception is the handler's business (see _run)
+    run_once_keeping_errors_in(loop)  # the exception is the handler's business (see _run)
     assert seen == ["good"], "the other ready socket's callback should still run"
     assert len(caught) == 1, "the exception should reach the loop's exception_handler"
     exc, callback = caught[0]
-    assert isinstance(exc, ValueError) and callback is bad
+    assert isinstance(exc, ValueError) and callback is bad, (
+        f"the handler got {exc!r} from {callback!r}, not the bad callback's ValueError"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -196,7 +210,9 @@ def test_timers_run_in_time_order_and_ties_in_the_order_they_were_set(loop: Even
     loop.call_later(0.03, record, "early-2")
     loop.call_soon(record, "soon")
     loop.run_until(lambda: "late" in seen)
-    assert seen == ["soon", "early-1", "early-2", "late"]
+    assert seen == ["soon", "early-1", "early-2", "late"], (
+        f"the timers ran as {seen}: earliest first, and ties in the order they were set"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -217,7 +233,7 @@ def test_a_cancelled_timer_never_runs(loop: EventLoop) -> None:
     loop.call_soon(record, "kept")
     cancelled.cancel()
     loop.run_once()
-    assert seen == ["kept"]
+    assert seen == ["kept"], f"ran {seen}: a cancelled timer must never run"
 
 
 @pytest.mark.task(taskno=2)
@@ -250,22 +266,54 @@ def test_a_timer_that_raises_goes_to_the_handler_and_the_others_still_run(
 
     loop.call_soon(bad)
     loop.call_soon(record, "after")
-    loop.run_once()
-    assert seen == ["after"]
-    assert [(type(exc), callback) for exc, callback in caught] == [(ValueError, bad)]
+    run_once_keeping_errors_in(loop)
+    assert seen == ["after"], (
+        f"ran {seen}: every timer whose time has come should run, even after one that raised"
+    )
+    assert [(type(exc), callback) for exc, callback in caught] == [(ValueError, bad)], (
+        f"the exception_handler got {caught}: the timer's ValueError should reach it, once"
+    )
 
 
 # --- task 3: how long to wait, and when not to ------------------------------------------
 
 
+class WaitedForNothing(Exception):
+    """run_once was still waiting when a helper thread interrupted it."""
+
+
 def assert_run_once_raises_runtime_error(loop: EventLoop, why: str) -> None:
-    """Fail unless run_once raises RuntimeError (the exercise's NotImplementedError aside)."""
+    """Fail unless run_once raises RuntimeError (the exercise's NotImplementedError aside).
+
+    A select() with nothing registered and no timeout sleeps forever, and no socket can
+    wake it: a helper thread interrupts it with a signal instead, after SAFETY_WAKE_S.
+    """
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise WaitedForNothing
+
+    main = threading.get_ident()
+    waker = None
+    if hasattr(signal, "pthread_kill"):  # POSIX; elsewhere the time limit ends the wait
+        previous = signal.signal(signal.SIGUSR1, interrupted)
+        waker = threading.Timer(SAFETY_WAKE_S, signal.pthread_kill, (main, signal.SIGUSR1))
+        waker.start()
     try:
         loop.run_once()
     except NotImplementedError:
         raise  # a subclass of RuntimeError, but it says the work is still to do
     except RuntimeError:
         return
+    except WaitedForNothing:
+        pytest.fail(
+            f"{why}: run_once waited {SAFETY_WAKE_S:g} s for nothing; it should raise "
+            "RuntimeError at once"
+        )
+    finally:
+        if waker is not None:
+            waker.cancel()
+            waker.join()
+            signal.signal(signal.SIGUSR1, previous)
     pytest.fail(f"{why}: run_once should raise RuntimeError, not return")
 
 
@@ -279,7 +327,7 @@ def test_a_cancelled_timer_is_nothing_to_wait_for(loop: EventLoop) -> None:
     seen, record = recorder()
     loop.call_later(0.01, record, "cancelled").cancel()
     assert_run_once_raises_runtime_error(loop, "no socket, and the only timer cancelled")
-    assert seen == []
+    assert seen == [], f"ran {seen}: a cancelled timer must never run"
 
 
 @pytest.mark.task(taskno=3)
@@ -334,4 +382,4 @@ def test_with_no_timer_select_waits_for_a_socket(
     loop.run_once()
     took = time.monotonic() - started
     assert seen == ["woken"], f"run_once returned after {took:.2f} s before the socket was ready"
-    assert took >= 0.15
+    assert took >= 0.15, f"run_once returned after {took:.2f} s, before any socket was ready"

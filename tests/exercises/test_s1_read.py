@@ -20,13 +20,15 @@ import time
 from collections.abc import Callable, Iterator
 from selectors import EVENT_READ
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 import stage1_callbacks
 from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
-from shared.testsite import Expected, ServerTLS, Site, serve
+from shared.testsite import ServerTLS, Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Fetcher
 from stage1_callbacks.loop import EventLoop
@@ -148,6 +150,12 @@ def padded_requests(monkeypatch: pytest.MonkeyPatch, size: int) -> Callable[[str
     return request_bytes
 
 
+def errors(result: CrawlResult) -> str:
+    """What went wrong in a crawl, from its records: one clause per failed fetch."""
+    failed = [f"{urlsplit(s.url).path} failed with {s.error}" for s in result.fetches if s.error]
+    return "; ".join(failed) or "no fetch failed"
+
+
 def by_path(result: CrawlResult, base: str) -> dict[str, FetchStatistic]:
     """The records of a crawl, by path."""
     return {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
@@ -176,50 +184,16 @@ def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
             self.call_later(CRAWL_LIMIT_S, self.expire)
 
         def expire(self) -> None:
-            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
+            raise CrawlTooLong(
+                f"the crawl had not ended after {CRAWL_LIMIT_S} s: a fetch never finished, or"
+                " a callback that keeps the loop to itself (reading on while bytes pour in)"
+                " kept the timers waiting"
+            )
 
     monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
 
 
 # --- the oracle's view of a record ---------------------------------------------------------
-
-
-def fields(stat: FetchStatistic) -> tuple[Any, ...]:
-    """What a record must agree on with the oracle (num_new_urls depends on order)."""
-    return (
-        stat.status,
-        stat.next_url,
-        stat.content_type,
-        stat.encoding,
-        stat.num_urls,
-        stat.tries,
-        stat.error is not None,
-    )
-
-
-def expected_fields(exp: Expected) -> tuple[Any, ...]:
-    """The same fields, as the test site's oracle predicts them."""
-    return (
-        exp.status,
-        exp.next_url,
-        exp.content_type,
-        exp.encoding,
-        exp.num_urls,
-        exp.tries,
-        exp.error,
-    )
-
-
-def assert_matches_oracle(result: CrawlResult, expected: dict[str, Expected]) -> None:
-    """The page set equals the oracle's, and each record agrees with it field by field."""
-    missing, extra = set(expected) - result.urls, result.urls - set(expected)
-    assert not missing and not extra, f"missing {sorted(missing)}, extra {sorted(extra)}"
-    wrong = [
-        f"{url}: got {fields(stat)}, expected {expected_fields(expected[url])}"
-        for url, stat in sorted(result.by_url().items())
-        if fields(stat) != expected_fields(expected[url])
-    ]
-    assert not wrong, "records differ from the oracle:\n" + "\n".join(wrong)
 
 
 # --- Task 1: _on_writable ----------------------------------------------------------------
@@ -248,7 +222,10 @@ def test_a_request_bigger_than_the_socket_buffer_goes_out_whole_in_pieces(
     received: list[bytes] = []
     with raw_server(lambda path: page("<p>big request</p>"), received) as base:
         stage1_callbacks.crawl([base], Options(ignore_robots=True, timeout=3, max_tries=1))
-    assert len(writable) > 1, "the request went out in one call: was it sent at all?"
+    assert len(writable) > 1, (
+        f"_on_writable ran {len(writable)} time(s): no socket takes an 8 MiB request in one "
+        "send(); keep in self.unsent what it did not take, and wait to be writable again"
+    )
     assert received, "the server received nothing"
     sent = received[0]
     assert len(sent) == len(request_bytes(base)), (
@@ -277,8 +254,12 @@ def test_a_small_request_goes_out_and_the_response_is_awaited(
     received: list[bytes] = []
     with raw_server(lambda path: page("<p>hello</p>"), received) as base:
         stage1_callbacks.crawl([base], Options(ignore_robots=True, timeout=3, max_tries=1))
-    assert received == [stage1_crawler.request_bytes(base)]
-    assert readable and readable[0] == (EVENT_READ, 0)
+    assert received == [stage1_crawler.request_bytes(base)], (
+        f"the server received {received}, not the request once"
+    )
+    assert readable and readable[0] == (EVENT_READ, 0), (
+        "once the request is all sent, register the socket for EVENT_READ with _on_readable"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -291,8 +272,10 @@ def test_a_connection_reset_while_sending_is_a_failed_try(monkeypatch: pytest.Mo
     assert stat.status is None and stat.tries == 2, (
         f"{stat}: an OSError from send() is a failed try (self._fail)"
     )
-    assert stat.error is not None
-    assert stat.error.split(":")[0] in {"ConnectionResetError", "BrokenPipeError"}, stat
+    assert stat.error is not None, f"{stat}: the reset try should be recorded with its error"
+    assert stat.error.split(":")[0] in {"ConnectionResetError", "BrokenPipeError"}, (
+        f"the try failed with {stat.error}, not the reset of the connection"
+    )
 
 
 # --- Task 2: _on_readable ----------------------------------------------------------------
@@ -305,11 +288,16 @@ def test_a_response_that_arrives_in_pieces_is_put_together() -> None:
     with raw_server(lambda path: answers[path], pieces=5) as base:
         result = stage1_callbacks.crawl([base], NO_ROBOTS)
     records = by_path(result, base)
-    assert set(records) == {"/", "/next"}, result.fetches
+    assert set(records) == {"/", "/next"}, (
+        f"the crawl recorded {sorted(records)}, not / and /next: {errors(result)}; read until "
+        "recv() would block, feeding the parser every chunk"
+    )
     root = records["/"]
     body_size = len(answers["/"].partition(b"\r\n\r\n")[2])
-    assert (root.status, root.size, root.num_urls, root.error) == (200, body_size, 1, None)
-    assert records["/next"].status == 200
+    assert (root.status, root.size, root.num_urls, root.error) == (200, body_size, 1, None), (
+        f"the page arrived in pieces and was recorded as {root}"
+    )
+    assert records["/next"].status == 200, f"/next was recorded as {records['/next']}"
 
 
 @pytest.mark.task(taskno=2)
@@ -326,7 +314,9 @@ def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket
     started = time.monotonic()
     result = stage1_callbacks.crawl([lingering_tls_server], options)
     [stat] = result.fetches
-    assert (stat.status, stat.size, stat.error) == (200, 5026, None)
+    assert (stat.status, stat.size, stat.error) == (200, 5026, None), (
+        f"the TLS page was recorded as {stat}: read on while pending() says bytes wait"
+    )
     assert time.monotonic() - started < 4, "it waited for the timeout: read on while pending()"
 
 
@@ -343,8 +333,14 @@ def test_a_server_faster_than_the_parser_cannot_keep_the_loop() -> None:
         flood, beside = base + "endless/interim-flood", base + "wide/0"
         result = stage1_callbacks.crawl([flood, beside], Options(timeout=2, max_tries=1))
     records = {stat.url: stat for stat in result.fetches}
-    assert records[beside].status == 200, records[beside]
-    assert "TimeoutError" in (records[flood].error or ""), records[flood]
+    assert records[beside].status == 200, (
+        f"the page beside the flood was recorded as {records[beside]}: one recv() per call,"
+        " then back to the loop, or the flood keeps the loop to itself"
+    )
+    assert "TimeoutError" in (records[flood].error or ""), (
+        f"the flood was recorded as {records[flood]}, not as a timeout: the loop never got"
+        " back to its timers while the callback read on"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -359,12 +355,18 @@ def test_answers_cut_short_or_not_http_are_failed_tries() -> None:
     with raw_server(lambda path: answers[path]) as base:
         result = stage1_callbacks.crawl([base], Options(ignore_robots=True, max_tries=2))
     records = by_path(result, base)
-    assert set(records) == set(answers), result.fetches
-    assert records["/"].status == 200
+    assert set(records) == set(answers), (
+        f"the crawl recorded {sorted(records)}, not {sorted(answers)}: {errors(result)}"
+    )
+    assert records["/"].status == 200, f"/ was recorded as {records['/']}: {errors(result)}"
     for path in ("/garbage", "/short", "/nothing"):
         stat = records[path]
-        assert stat.status is None and stat.tries == 2, stat
-        assert stat.error is not None and stat.error.startswith("WireError"), stat
+        assert stat.status is None and stat.tries == 2, (
+            f"{path} was recorded as {stat}: a broken answer is a failed try, tried twice"
+        )
+        assert stat.error is not None and stat.error.startswith("WireError"), (
+            f"{path} failed with {stat.error}, not the parser's WireError"
+        )
 
 
 @pytest.mark.task(taskno=2)

@@ -49,14 +49,29 @@ class Watched(Crawler):
         error = self.worker_errors[0]
         return f"a worker ended with {type(error).__name__}: {error}; then "
 
+    def stuck(self) -> str:
+        """Why a crawl may never end, as the start of a failure message."""
+        return self.news() or (
+            "the queue's work never ended: a worker takes URL after URL, and each q.get() "
+            "needs its q.task_done(), even when the fetch raises; "
+        )
+
 
 def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
     """Run the crawler's crawl() on `loop` to its end and return its result."""
-    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.news)
+    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.stuck)
     return crawler.result()
 
 
 SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers
+NEVER_ENDED = (
+    "crawl() never returned: it joins the queue, then cancels each worker and waits for it; "
+)
+
+
+def crawl_stand_in(loop: EventLoop, crawler: Crawler) -> None:
+    """Run a stand-in crawler's crawl(), saying what crawl() must do if it never ends."""
+    run(loop, crawler.crawl(), explain=lambda: NEVER_ENDED)
 
 
 class StandIn(Crawler):
@@ -103,10 +118,12 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done(loop: EventLoop
     """Every item put, the roots and all they lead to, is finished before crawl() returns."""
     roots = ["http://one.invalid/", "http://two.invalid/"]
     crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
-    run(loop, crawler.crawl())
+    crawl_stand_in(loop, crawler)
     assert crawler.started == 3, f"{crawler.started} workers started, not max_tasks = 3"
     expected = {root + "".join(path) for root in roots for path in paths(3)}
-    assert sorted(crawler.finished) == sorted(expected)
+    assert sorted(crawler.finished) == sorted(expected), (
+        "a URL put in the queue was never finished by a worker"
+    )
 
 
 def paths(depth: int) -> list[str]:
@@ -121,7 +138,7 @@ def paths(depth: int) -> list[str]:
 def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
     """Before the workers start: the queue, no robots.txt fetch yet, no host's slots yet."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=2, max_redirect=0))
-    run(loop, crawler.crawl())
+    crawl_stand_in(loop, crawler)
     assert crawler.shared == [("Queue", "dict", "dict")] * 2, f"types of {SHARED}"
     assert crawler.robots_known == [{}, {}], "robots_tasks must start empty"
 
@@ -130,8 +147,8 @@ def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
 def test_crawl_cancels_the_workers_and_waits_for_them(loop: EventLoop) -> None:
     """When join() returns, the idle workers are cancelled, and crawl() waits for each."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=4, max_redirect=2))
-    run(loop, crawler.crawl())
-    assert len(crawler.finished) == 7
+    crawl_stand_in(loop, crawler)
+    assert len(crawler.finished) == 7, f"{len(crawler.finished)} URLs finished, not 7"
     assert crawler.stopped == 4, (
         f"crawl() returned with {4 - crawler.stopped} of 4 workers not yet stopped"
     )
@@ -146,8 +163,8 @@ def test_a_cancelled_crawl_cancels_its_workers(loop: EventLoop) -> None:
     start = time.monotonic()
     with pytest.raises(CancelledError):
         run(loop, main)
-    assert time.monotonic() - start < 2
-    assert main.cancelled()
+    assert time.monotonic() - start < 2, "the cancelled crawl went on"
+    assert main.cancelled(), "cancelling the crawl must cancel it, and its workers"
     assert crawler.stopped == 3, "a worker still runs after the crawl was cancelled"
 
 
@@ -163,7 +180,9 @@ def test_the_default_site_gives_the_oracles_pages_and_records(
     result = crawl(loop, Watched([base_url]))
     assert_matches_oracle(result, site.expected(base_url))
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
-    assert requested == {url: exp.tries for url, exp in site.expected(base_url).items()}
+    assert requested == {url: exp.tries for url, exp in site.expected(base_url).items()}, (
+        "a URL was requested more or fewer times than the oracle says"
+    )
     assert next(iter(site.requests)) == "/robots.txt", "a page was fetched before robots.txt"
 
 
@@ -174,7 +193,9 @@ def test_robots_txt_is_obeyed(loop: EventLoop) -> None:
     with serve(site) as base_url:
         result = crawl(loop, Watched([base_url]))
     assert_matches_oracle(result, site.expected(base_url))
-    assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))]
+    assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))], (
+        "a page robots.txt forbids was requested"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -185,8 +206,12 @@ def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
     site, base_url = default_site
     result = crawl(loop, Watched([base_url], Options(fail_on="/traps/")))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
-    assert base_url + "traps/" in failed
-    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
+    assert base_url + "traps/" in failed, (
+        f"{base_url}traps/ was not recorded as failed with ParseError"
+    )
+    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed), (
+        "a failed page must be recorded with no status, after one try"
+    )
     pages = {url for url in site.expected(base_url) if "/p/" in url}
     assert pages and pages <= result.urls, "the crawl stopped at the bug"
 
@@ -197,5 +222,7 @@ def test_the_workers_fetch_side_by_side(loop: EventLoop) -> None:
     site = Site(pages=60, traps=False, latency=0.05)
     with serve(site) as base_url:
         result = crawl(loop, Watched([base_url], Options(max_tasks=4)))
-        assert site.max_in_flight == 4
+        assert site.max_in_flight == 4, (
+            f"the server saw {site.max_in_flight} requests at once, not 4: workers fetch together"
+        )
     assert_matches_oracle(result, site.expected(base_url))

@@ -13,7 +13,7 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
 from stage2_generators.loop import EventLoop
@@ -34,13 +34,13 @@ def waiter(fut: Future[T]) -> Coroutine[T]:
 def test_set_result_settles_the_future_once(loop: EventLoop) -> None:
     """set_result stores the value; after that the future refuses any other outcome."""
     fut: Future[int] = Future()
-    assert not fut.done()
+    assert not fut.done(), "a new future is pending"
     fut.set_result(7)
-    assert fut.done() and not fut.cancelled()
-    assert fut.result() == 7 and fut.exception() is None
-    with pytest.raises(InvalidStateError):
+    assert fut.done() and not fut.cancelled(), "after set_result the future is done"
+    assert fut.result() == 7 and fut.exception() is None, "the future should hold its result"
+    with raises(InvalidStateError, "a second set_result must raise: a future settles once"):
         fut.set_result(8)
-    with pytest.raises(InvalidStateError):
+    with raises(InvalidStateError, "set_exception on a done future must raise"):
         fut.set_exception(ValueError("too late"))
     assert fut.cancel() is False, "a done future cannot be cancelled"
     assert fut.result() == 7, "the first outcome stays"
@@ -52,11 +52,13 @@ def test_set_exception_stores_the_error_for_result_to_raise(loop: EventLoop) -> 
     fut: Future[int] = Future()
     error = ValueError("bad page")
     fut.set_exception(error)
-    assert fut.done() and not fut.cancelled()
-    assert fut.exception() is error
+    assert fut.done() and not fut.cancelled(), (
+        "after set_exception the future is done, not cancelled"
+    )
+    assert fut.exception() is error, "exception() must give the very error set"
     with pytest.raises(ValueError) as info:
         fut.result()
-    assert info.value is error
+    assert info.value is error, "result() must raise the very error set"
     with pytest.raises(InvalidStateError):
         fut.set_result(1)
 
@@ -65,11 +67,11 @@ def test_set_exception_stores_the_error_for_result_to_raise(loop: EventLoop) -> 
 def test_cancel_settles_the_future_as_cancelled(loop: EventLoop) -> None:
     """cancel() is the third way to settle: result() then raises CancelledError."""
     fut: Future[int] = Future()
-    assert fut.cancel() is True
-    assert fut.done() and fut.cancelled()
+    assert fut.cancel() is True, "cancel() of a pending future must return True"
+    assert fut.done() and fut.cancelled(), "after cancel() the future is done and cancelled"
     with pytest.raises(CancelledError):
         fut.result()
-    assert fut.cancel() is False
+    assert fut.cancel() is False, "cancel() of a done future must return False"
     with pytest.raises(InvalidStateError):
         fut.set_result(1)
 
@@ -101,8 +103,15 @@ def test_a_callback_added_to_a_done_future_is_scheduled_too(loop: EventLoop) -> 
     seen: list[str] = []
     fut.add_done_callback(lambda f: seen.append(f.result()))
     assert seen == [], "the callback ran inside add_done_callback: schedule it instead"
-    loop.run_once()
-    assert seen == ["ready"]
+    try:
+        loop.run_once()
+    except RuntimeError as exc:
+        if isinstance(exc, NotImplementedError):
+            raise
+        pytest.fail(f"{exc}: a callback added to a future already done must be scheduled, not kept")
+    assert seen == ["ready"], (
+        f"ran {seen}: a callback added to a future already done must be scheduled, not kept"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -116,7 +125,9 @@ def test_failure_and_cancellation_run_the_callbacks_too(loop: EventLoop) -> None
     failed.set_exception(ValueError("bad"))
     cancelled.cancel()
     loop.run_once()
-    assert seen == ["failed: bad", "cancelled: True"]
+    assert seen == ["failed: bad", "cancelled: True"], (
+        f"ran {seen}: set_exception and cancel must run the callbacks too"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -135,8 +146,8 @@ def test_a_chain_of_futures_resolving_each_other_keeps_the_stack_flat(loop: Even
     for fut, following in pairwise(futures):
         fut.add_done_callback(partial(pass_on, following))
     futures[0].set_result(0)
-    assert run(loop, futures[-1]) == 1999
-    assert len(depths) == 1999
+    assert run(loop, futures[-1]) == 1999, "the chain of futures did not end with 1999"
+    assert len(depths) == 1999, f"{len(depths)} callbacks ran, not 1999"
     assert max(depths) == min(depths), "the stack grew along the chain: callbacks ran inline"
 
 
@@ -158,9 +169,11 @@ def test_yield_from_a_pending_future_hands_it_to_the_driver(loop: EventLoop) -> 
     coro = waiter(fut)
     assert coro.send(None) is fut, "the driver must receive the future it should wait for"
     fut.set_result(42)
-    with pytest.raises(StopIteration) as stop:
+    with raises(StopIteration, "resumed, the coroutine should return") as stop:
         coro.send(None)  # resumed: the coroutine reads the result from the future itself
-    assert stop.value.value == 42
+    assert stop.value.value == 42, (
+        f"`yield from future` gave {stop.value.value!r}, not the future's result"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -168,9 +181,11 @@ def test_yield_from_a_done_future_does_not_pause(loop: EventLoop) -> None:
     """Footnote 12: a future that is already done returns (or raises) without a pause."""
     done: Future[int] = Future()
     done.set_result(42)
-    with pytest.raises(StopIteration) as stop:
+    with raises(StopIteration, "a future already done must not pause its waiter") as stop:
         waiter(done).send(None)  # the very first send finishes the coroutine
-    assert stop.value.value == 42
+    assert stop.value.value == 42, (
+        f"`yield from future` gave {stop.value.value!r}, not the future's result"
+    )
     failed: Future[int] = Future()
     failed.set_exception(ValueError("failed before anyone waited"))
     with pytest.raises(ValueError, match="failed before anyone waited"):
@@ -182,7 +197,7 @@ def test_a_failed_future_raises_at_the_yield_from(loop: EventLoop) -> None:
     """The exception stored in the future comes out of `yield from`, after a pause too."""
     fut: Future[int] = Future()
     coro = waiter(fut)
-    assert coro.send(None) is fut
+    assert coro.send(None) is fut, "the driver must receive the future it should wait for"
     fut.set_exception(ValueError("connection reset"))
     with pytest.raises(ValueError, match="connection reset"):
         coro.send(None)
@@ -202,7 +217,9 @@ def test_tasks_wait_for_one_future_with_yield_from(loop: EventLoop) -> None:
         first, second = Task(waiter(fut)), Task(waiter(fut))
         return [(yield from first), (yield from second)]
 
-    assert run(loop, both()) == ["page", "page"]
+    assert run(loop, both()) == ["page", "page"], (
+        "two tasks waiting on one future should both get its result"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -217,4 +234,6 @@ def test_try_except_around_yield_from_a_future_catches_its_error(loop: EventLoop
         except ConnectionResetError as exc:
             return f"caught: {exc}"
 
-    assert run(loop, careful()) == "caught: reset by peer"
+    assert run(loop, careful()) == "caught: reset by peer", (
+        "a try around `yield from future` should catch the future's error"
+    )

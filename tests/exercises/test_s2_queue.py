@@ -10,12 +10,14 @@ from __future__ import annotations
 from typing import TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.tasks import Task, sleep
+
+NOT_WOKEN = "a getter nobody wakes: put_nowait() wakes the futures in self._getters; "
 
 T = TypeVar("T")
 
@@ -29,7 +31,9 @@ def test_get_returns_the_items_first_in_first_out(loop: EventLoop) -> None:
     q: Queue[str] = Queue()
     for item in ("a", "b", "c"):
         q.put_nowait(item)
-    assert [run(loop, q.get()) for _ in range(3)] == ["a", "b", "c"]
+    assert [run(loop, q.get()) for _ in range(3)] == ["a", "b", "c"], (
+        "get() must return the items first in, first out"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -49,8 +53,9 @@ def test_get_waits_while_the_queue_is_empty(loop: EventLoop) -> None:
         events.append("got")
         return item
 
-    assert run(loop, consumer()) == "item"
-    assert events == ["put", "got"]
+    item = run(loop, consumer(), explain=lambda: NOT_WOKEN)
+    assert item == "item", f"get() returned {item!r}, not the item put"
+    assert events == ["put", "got"], f"the events were {events}: get() must wait for the put"
 
 
 @pytest.mark.task(taskno=1)
@@ -67,14 +72,17 @@ def test_a_getter_that_finds_the_item_gone_waits_again(loop: EventLoop) -> None:
         yield from sleep(0)  # both getters now wait
         q.put_nowait(1)
         yield from sleep(0.01)
-        assert got == [1]
-        assert [first.done(), second.done()].count(True) == 1, "both or neither finished"
+        assert got == [1], f"got {got}: one getter gets the one item"
+        assert [first.done(), second.done()].count(True) == 1, (
+            "both getters or neither finished: a getter woken for an item another took must "
+            "wait again (a while, not an if)"
+        )
         q.put_nowait(2)
         yield from first
         yield from second
 
     run(loop, main())
-    assert got == [1, 2]
+    assert got == [1, 2], f"got {got}, not [1, 2]: each item goes to one getter"
 
 
 @pytest.mark.task(taskno=1)
@@ -95,8 +103,8 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
         yield from second
 
     run(loop, main())
-    assert got == [("second", "x")]
-    assert first.cancelled()
+    assert got == [("second", "x")], f"got {got}: an item must not be lost to a cancelled getter"
+    assert first.cancelled(), "the cancelled getter should be cancelled"
 
 
 # --- Task 2: Queue.task_done --------------------------------------------------------------------
@@ -106,15 +114,16 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
 def test_task_done_counts_each_item_once(loop: EventLoop) -> None:
     """One task_done() per item put; one more is a bug, and says so with ValueError."""
     q: Queue[int] = Queue()
-    with pytest.raises(ValueError):
+    too_many = "task_done() with no unfinished item must raise ValueError"
+    with raises(ValueError, too_many):
         q.task_done()  # nothing was put
     q.put_nowait(1)
     q.put_nowait(2)
-    assert run(loop, q.get()) == 1
+    assert run(loop, q.get()) == 1, "get() must return the first item put"
     q.task_done()
-    assert run(loop, q.get()) == 2
+    assert run(loop, q.get()) == 2, "get() must return the second item put"
     q.task_done()
-    with pytest.raises(ValueError):
+    with raises(ValueError, too_many):
         q.task_done()
 
 
@@ -124,7 +133,7 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
     q: Queue[int] = Queue()
     q.put_nowait(1)
     q.task_done()  # allowed: one item was put
-    with pytest.raises(ValueError):
+    with raises(ValueError, "task_done() with no unfinished item must raise ValueError"):
         q.task_done()
     assert run(loop, q.get()) == 1, "task_done() must not remove the item"
 
@@ -136,11 +145,12 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
 def test_join_returns_at_once_when_no_work_is_unfinished(loop: EventLoop) -> None:
     """Nothing put, or everything done: join() has nothing to wait for."""
     q: Queue[int] = Queue()
-    run(loop, q.join())
+    at_once = "join() waited with no unfinished work: it must return at once; "
+    run(loop, q.join(), explain=lambda: at_once)
     q.put_nowait(1)
     run(loop, q.get())
     q.task_done()
-    run(loop, q.join())
+    run(loop, q.join(), explain=lambda: at_once)
 
 
 @pytest.mark.task(taskno=3)
@@ -163,9 +173,10 @@ def test_join_wakes_on_the_last_task_done_and_not_before(loop: EventLoop) -> Non
             yield from q.get()
             q.task_done()
         yield from waiting
-        assert joined == ["joined"]
+        assert joined == ["joined"], "join() did not return after the last task_done()"
 
-    run(loop, main())
+    never_woken = "join() was never woken: the last task_done() must wake the joiners; "
+    run(loop, main(), explain=lambda: never_woken)
 
 
 @pytest.mark.task(taskno=3)
@@ -184,7 +195,7 @@ def test_join_waits_again_when_new_work_arrives(loop: EventLoop) -> None:
         return joiner.done()
 
     assert run(loop, main()) is False, "join() did not wait for the new item"
-    assert run(loop, q.get()) == 2
+    assert run(loop, q.get()) == 2, "get() must return the second item put"
     q.task_done()
     run(loop, joiner)
 
@@ -200,7 +211,7 @@ def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> Non
         yield from sleep(0)  # both joiners now wait
         quitter.cancel()
         yield from sleep(0.01)
-        assert quitter.cancelled()
+        assert quitter.cancelled(), "the joiner cancelled should be cancelled"
         assert not stayer.done(), "the other joiner was woken or cancelled too"
         yield from q.get()
         q.task_done()
@@ -240,5 +251,9 @@ def test_workers_and_join_visit_every_node_the_chapters_way(loop: EventLoop) -> 
                 yield from worker
 
     run(loop, crawl())
-    assert sorted(visited) == sorted(seen)
-    assert len(visited) == len(set(visited)) > 10
+    assert sorted(visited) == sorted(seen), (
+        "the workers did not visit every node the queue was given"
+    )
+    assert len(visited) == len(set(visited)) > 10, (
+        "a node was visited twice, or too few were visited"
+    )

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
@@ -22,6 +22,7 @@ from stage2_generators.sockets import _when_ready, sock_connect, sock_recv, sock
 from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
+WRITABLE = "a connect ends when the socket turns writable (not readable): wait for that; "
 
 
 @pytest.fixture
@@ -50,7 +51,9 @@ def test_recv_waits_until_the_data_arrives(
     """sock_recv on an empty socket waits for it to be readable, then returns the bytes."""
     ours, theirs = pair
     loop.call_later(0.02, theirs.send, b"hello")
-    assert run(loop, sock_recv(ours, 100)) == b"hello"
+    assert run(loop, sock_recv(ours, 100)) == b"hello", (
+        "sock_recv() should return the bytes the peer sent"
+    )
     assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
 
 
@@ -67,12 +70,14 @@ def test_other_tasks_run_while_a_socket_waits(
         for tick in range(3):
             yield from sleep(0.005)
             ticks.append(tick)
-        assert not reader.done()
+        assert not reader.done(), (
+            "the read ended before any byte arrived: wait until the socket is readable"
+        )
         theirs.send(b"late")
         return (yield from reader)
 
-    assert run(loop, main()) == b"late"
-    assert ticks == [0, 1, 2]
+    assert run(loop, main()) == b"late", "sock_recv() should return the bytes sent later"
+    assert ticks == [0, 1, 2], f"the ticker ran {ticks}: other tasks must run while the read waits"
 
 
 @pytest.mark.task(taskno=1)
@@ -97,9 +102,11 @@ def test_sendall_and_recv_move_a_megabyte_in_both_directions_at_once(
             yield from task
         return got
 
-    assert run(loop, main()) == (payload, payload)
+    assert run(loop, main()) == (payload, payload), "both sides should read what the other sent"
     for sock in pair:
-        assert loop.remove_reader(sock) is False and loop.remove_writer(sock) is False
+        assert loop.remove_reader(sock) is False and loop.remove_writer(sock) is False, (
+            "the socket is still registered: unregister it however the wait ends"
+        )
 
 
 @pytest.mark.task(taskno=1)
@@ -129,9 +136,16 @@ def test_a_call_that_would_block_waits_for_the_next_wake_up(
             raise BlockingIOError("not yet")
         return "third time"
 
-    assert run(loop, _when_ready(ours, False, attempt)) == "third time"
-    assert len(calls) == 3
-    assert loop.remove_reader(ours) is False
+    try:
+        outcome = run(loop, _when_ready(ours, False, attempt))
+    except BlockingIOError:
+        pytest.fail(
+            "attempt() raised BlockingIOError and the wait ended: it means the socket would "
+            "block after all, so wait for the next wake-up"
+        )
+    assert outcome == "third time", f"the wait ended with {outcome!r}, not attempt()'s result"
+    assert len(calls) == 3, f"attempt() ran {len(calls)} times, not 3"
+    assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
 
 
 @pytest.mark.task(taskno=1)
@@ -158,7 +172,7 @@ def test_a_wake_up_that_comes_after_a_cancel_consumes_nothing(
     ours, theirs = pair
     reader = Task(sock_recv(ours, 100))
     loop.run_once()  # the first step: nothing to read, so the task waits for the socket
-    assert not reader.done()
+    assert not reader.done(), "the read ended although nothing arrived"
     theirs.send(b"data")
     loop.call_soon(reader.cancel)  # ready before the loop polls: it runs first
     with pytest.raises(CancelledError):
@@ -174,12 +188,17 @@ def test_connect_to_a_listening_server(loop: EventLoop) -> None:
     """The connect completes on the loop; then the socket carries data both ways."""
     with socket.create_server(("127.0.0.1", 0)) as listener, socket.socket() as sock:
         sock.setblocking(False)
-        assert run(loop, sock_connect(sock, listener.getsockname())) is None
+        connected = run(loop, sock_connect(sock, listener.getsockname()), explain=lambda: WRITABLE)
+        assert connected is None, f"sock_connect returned {connected!r}, not None"
         conn, _ = listener.accept()  # the handshake is complete: accept() does not block
         with conn:
-            assert sock.getpeername() == listener.getsockname()
+            assert sock.getpeername() == listener.getsockname(), (
+                "the socket is connected to another address"
+            )
             conn.sendall(b"welcome")
-            assert run(loop, sock_recv(sock, 100)) == b"welcome"
+            assert run(loop, sock_recv(sock, 100)) == b"welcome", (
+                "the connected socket should read the server's welcome"
+            )
         assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
 
 
@@ -188,8 +207,12 @@ def test_a_refused_connect_raises_connection_refused(loop: EventLoop) -> None:
     """Writable means the handshake ended, not that it worked: the error comes from SO_ERROR."""
     with socket.socket() as sock:
         sock.setblocking(False)
-        with pytest.raises(ConnectionRefusedError):
-            run(loop, sock_connect(sock, ("127.0.0.1", closed_port())))
+        refused = (
+            "a refused connect must raise ConnectionRefusedError: writable means the handshake "
+            "ended, and SO_ERROR says how"
+        )
+        with raises(ConnectionRefusedError, refused):
+            run(loop, sock_connect(sock, ("127.0.0.1", closed_port())), explain=lambda: WRITABLE)
         assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
 
 
@@ -217,4 +240,6 @@ def test_many_connects_wait_side_by_side(loop: EventLoop) -> None:
                 outcomes.append((yield from task))
             return outcomes
 
-        assert run(loop, main()) == ["connected", "refused"] * 10
+        assert run(loop, main()) == ["connected", "refused"] * 10, (
+            "connects that succeed and fail side by side should each end as they should"
+        )

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from shared.observe import Observer
 from stage2_generators import tasks
@@ -58,7 +58,7 @@ def test_a_coroutine_that_returns_settles_its_task_with_the_value(loop: EventLoo
 
     task = Task(answer())
     assert not task.done(), "creating a task schedules its first step; it does not run it"
-    assert run(loop, task) == 42
+    assert run(loop, task) == 42, "the task should resolve with its coroutine's return value, 42"
 
 
 @pytest.mark.task(taskno=1)
@@ -73,8 +73,8 @@ def test_a_step_runs_the_coroutine_up_to_its_next_pause(loop: EventLoop) -> None
 
     task = Task(pauses())
     loop.run_once()
-    assert events == ["started"]
-    assert not task.done()
+    assert events == ["started"], f"after one step the coroutine did {events}, not ['started']"
+    assert not task.done(), "a task whose coroutine paused at a pending future is not done"
 
 
 @pytest.mark.task(taskno=1)
@@ -82,15 +82,23 @@ def test_the_task_is_the_running_one_while_its_coroutine_runs(loop: EventLoop) -
     """Around send(), the task is in tasks._running, and only then: timeout() looks there."""
     seen: list[list[Task[Any]]] = []
 
+    fut: Future[None] = Future()
+
     def looks() -> Coroutine[None]:
         seen.append(list(tasks._running))
-        yield from resolve_soon(None)
+        yield from fut
         seen.append(list(tasks._running))
         raise ValueError("the running task is popped on this way out too")
 
     task = Task(looks())
-    with pytest.raises(ValueError):
-        run(loop, task)
+    loop.run_once()  # the first step, up to `yield from fut`
+    assert seen == [[task]], f"seen {seen}: a step must put its task in _running while it runs"
+    assert tasks._running == [], "a step must take its task out again when the coroutine pauses"
+    fut.set_result(None)
+    try:
+        task._step()  # the second step, by hand: _wakeup (task 2) is not needed for this one
+    except ValueError:
+        pytest.fail("the step let the coroutine's ValueError out: store it in the task instead")
     assert seen == [[task], [task]], "a step must put its task in _running while it runs"
     assert tasks._running == [], "a step must take its task out again, however it ends"
 
@@ -108,10 +116,10 @@ def test_an_exception_settles_the_task_and_the_loop_goes_on(
     task = Task(broken())
     with (
         caplog.at_level(logging.ERROR, logger="stage2_generators.loop"),
-        pytest.raises(ValueError, match="bad page"),
+        raises(ValueError, "a task whose coroutine raised should raise it when asked its result"),
     ):
         run(loop, task)
-    assert isinstance(task.exception(), ValueError)
+    assert isinstance(task.exception(), ValueError), "the task should hold the ValueError"
     assert "Exception in callback" not in caplog.text, "the step let the error reach the loop"
 
 
@@ -128,7 +136,8 @@ def test_a_task_resumes_when_its_future_is_resolved(loop: EventLoop) -> None:
         value = yield from fut
         return value * 2
 
-    assert run(loop, doubler()) == 42
+    outcome = run(loop, doubler())
+    assert outcome == 42, f"got {outcome!r}, not 42: resume the coroutine with the future's value"
 
 
 @pytest.mark.task(taskno=2)
@@ -146,7 +155,8 @@ def test_the_value_travels_down_the_yield_from_chain(loop: EventLoop) -> None:
     def outer() -> Coroutine[str]:
         return (yield from middle()).upper()
 
-    assert run(loop, outer()) == "<CHUNK 1, CHUNK 2>"
+    outcome = run(loop, outer())
+    assert outcome == "<CHUNK 1, CHUNK 2>", f"got {outcome!r}: a value was lost on its way down"
 
 
 @pytest.mark.task(taskno=2)
@@ -163,7 +173,8 @@ def test_tasks_run_side_by_side_and_wait_for_each_other(loop: EventLoop) -> None
         slow, fast = Task(worker("slow", 0.03)), Task(worker("fast", 0.01))
         return [(yield from slow), (yield from fast)]
 
-    assert run(loop, main()) == ["SLOW", "FAST"]
+    outcome = run(loop, main())
+    assert outcome == ["SLOW", "FAST"], f"`yield from task` gave {outcome}, not the tasks' values"
     assert order == ["fast", "slow"], "the tasks did not run side by side"
 
 
@@ -175,7 +186,10 @@ def test_the_chapters_bare_yield_of_a_future_receives_its_value(loop: EventLoop)
         value = yield resolve_soon("sent in")
         return value  # type: ignore[no-any-return]
 
-    assert run(loop, early_style()) == "sent in"
+    outcome = run(loop, early_style())
+    assert outcome == "sent in", (
+        f"`value = yield future` got {outcome!r}: _wakeup must send the future's value too"
+    )
 
 
 # --- Task 3: _step throws: errors, cancellation, a bad yield, BaseExceptions, --trace ------------
@@ -192,7 +206,11 @@ def test_an_error_is_thrown_in_at_the_paused_yield_from(loop: EventLoop) -> None
             return f"caught: {exc}"
         return "not caught"
 
-    assert run(loop, careful()) == "caught: reset by peer"
+    outcome = run(loop, careful())
+    assert outcome == "caught: reset by peer", (
+        f"the coroutine ended {outcome!r}: the future's error must be thrown in, so a try "
+        "around its `yield from` catches it; throw() it in"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -208,8 +226,10 @@ def test_the_task_is_the_running_one_when_an_error_is_thrown_in(loop: EventLoop)
         return "caught"
 
     task = Task(catches())
-    assert run(loop, task) == "caught"
-    assert seen == [[task]] and tasks._running == []
+    outcome = run(loop, task)
+    assert outcome == "caught", f"the coroutine ended {outcome!r}: throw() the error in"
+    assert seen == [[task]], f"while the error was thrown in, _running was {seen}, not [[task]]"
+    assert tasks._running == [], "a step must take its task out of _running however it ends"
 
 
 def fail_from_loop() -> Coroutine[None]:
@@ -236,10 +256,11 @@ def test_stack_ripping_cured_the_traceback_has_every_coroutine(
     def outer() -> Coroutine[None]:
         yield from middle()
 
-    with pytest.raises(ValueError) as info:
+    with raises(ValueError, "the coroutine's ValueError should fail the task") as info:
         run(loop, outer())
     wanted = ["outer", "middle", innermost.__name__]
-    assert [name for name in frame_names(info.value) if name in wanted] == wanted
+    names = [name for name in frame_names(info.value) if name in wanted]
+    assert names == wanted, f"the traceback shows {names}, not every coroutine {wanted}"
 
 
 @pytest.mark.task(taskno=3)
@@ -256,10 +277,12 @@ def test_a_cancelled_future_cancels_the_task_waiting_for_it(loop: EventLoop) -> 
             events.append("finally")
 
     task = Task(waiting())
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, "a task whose future was cancelled should be cancelled"):
         run(loop, task)
-    assert task.cancelled()
-    assert events == ["finally"]
+    assert task.cancelled(), (
+        "the task holds CancelledError as an exception: it should be cancelled, not failed"
+    )
+    assert events == ["finally"], f"the coroutine did {events}: its finally block should run"
 
 
 @pytest.mark.task(taskno=3)
@@ -278,12 +301,14 @@ def test_task_cancel_lands_at_the_paused_yield_from(loop: EventLoop) -> None:
     def main() -> Coroutine[None]:
         task = Task(stuck())
         yield from sleep(0.01)
-        assert task.cancel() is True
+        assert task.cancel() is True, "cancel() of a waiting task should return True"
         yield from task
 
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, "cancel() should end the task with CancelledError"):
         run(loop, main())
-    assert events == ["paused", "finally"]
+    assert events == ["paused", "finally"], (
+        f"the coroutine did {events}: the CancelledError should land at its `yield from`"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -304,7 +329,39 @@ def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
         result = yield from task
         return result, task.cancelled()
 
-    assert run(loop, main()) == ("cleaned up", False)
+    outcome = run(loop, main())
+    assert outcome == ("cleaned up", False), (
+        f"got {outcome}: a coroutine that catches CancelledError and returns gives its task "
+        "a result, and the task is not cancelled"
+    )
+
+
+@pytest.mark.task(taskno=3)
+def test_a_cancelled_task_may_wait_while_it_cleans_up(loop: EventLoop) -> None:
+    """One cancel() is one CancelledError: once thrown in, the request is used up."""
+
+    def tidy() -> Coroutine[str]:
+        try:
+            yield from sleep(10)
+        except CancelledError:
+            yield from sleep(0)  # a wait while cleaning up: closing a connection, say
+            return "cleaned up"
+        return "slept"
+
+    def main() -> Coroutine[str]:
+        task = Task(tidy())
+        yield from sleep(0)
+        task.cancel()
+        try:
+            return (yield from task)
+        except CancelledError:
+            return "cancelled again"
+
+    outcome = run(loop, main())
+    assert outcome == "cleaned up", (
+        f"the task ended {outcome!r}: it was cancelled again while it cleaned up; a step that "
+        "throws CancelledError in must clear _must_cancel"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -318,10 +375,10 @@ def test_a_task_cancelled_before_its_first_step_never_runs(loop: EventLoop) -> N
 
     task = Task(never())
     task.cancel()
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, "a task cancelled before its first step should be cancelled"):
         run(loop, task)
-    assert task.cancelled()
-    assert events == []
+    assert task.cancelled(), "the task was failed, not cancelled"
+    assert events == [], "the coroutine ran although its task was cancelled before its first step"
 
 
 @pytest.mark.task(taskno=3)
@@ -339,7 +396,7 @@ def test_yielding_a_non_future_fails_the_task_at_the_bad_yield(loop: EventLoop) 
     assert run(loop, good) == "still running", "one bad task stopped the others"
     assert bad.done(), "the task that yielded 42 was left hanging"
     error = bad.exception()
-    assert isinstance(error, RuntimeError)
+    assert isinstance(error, RuntimeError), f"a bad yield should fail with RuntimeError: {error!r}"
     assert "buggy" in frame_names(error), "the error is not raised inside the coroutine"
 
 
@@ -352,10 +409,10 @@ def test_keyboard_interrupt_settles_the_task_and_stops_the_loop(loop: EventLoop)
         raise KeyboardInterrupt
 
     task = Task(interrupted())
-    with pytest.raises(KeyboardInterrupt):
+    with raises(KeyboardInterrupt, "KeyboardInterrupt should go on out of the step"):
         run(loop, task)
     assert task.done(), "the task was left half-run"
-    assert isinstance(task.exception(), KeyboardInterrupt)
+    assert isinstance(task.exception(), KeyboardInterrupt), "the task should hold the interrupt"
 
 
 class Listener(Observer):
@@ -381,12 +438,14 @@ def test_an_observer_hears_each_resumption_with_its_value_or_error() -> None:
     listener = Listener()
     loop = EventLoop(listener)
     try:
-        assert run(loop, Task(reader(), name="reader")) == "read 42"
+        outcome = run(loop, Task(reader(), name="reader"))
+        assert outcome == "read 42", f"the traced coroutine ended {outcome!r}"
     finally:
         loop.close()
-    assert [who for who, _ in listener.calls] == ["reader"] * 3
-    assert listener.calls[0][1] is None and listener.calls[1][1] == 42
-    assert isinstance(listener.calls[2][1], ValueError)
+    calls = listener.calls
+    assert [who for who, _ in calls] == ["reader"] * 3, f"the observer heard {calls}: one per step"
+    assert calls[0][1] is None and calls[1][1] == 42, f"the observer heard {calls}: values sent"
+    assert isinstance(calls[2][1], ValueError), f"the observer heard {calls}: the error thrown in"
 
 
 @pytest.mark.task(taskno=3)
@@ -401,9 +460,12 @@ def test_an_observer_hears_a_cancel_as_the_error_thrown_in() -> None:
     try:
         task = Task(waiter(), name="waiter")
         loop.call_later(0.01, task.cancel)
-        with pytest.raises(CancelledError):
+        with raises(CancelledError, "the cancelled task should end with CancelledError"):
             run(loop, task)
     finally:
         loop.close()
-    assert [who for who, _ in listener.calls] == ["waiter"] * 2
-    assert isinstance(listener.calls[1][1], CancelledError)
+    calls = listener.calls
+    assert [who for who, _ in calls] == ["waiter"] * 2, f"the observer heard {calls}: two steps"
+    assert isinstance(calls[1][1], CancelledError), (
+        f"the observer heard {calls}: the second step throws the CancelledError in"
+    )

@@ -12,7 +12,7 @@ import time
 from typing import TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future
 from stage2_generators.loop import EventLoop, Handle, get_running_loop
@@ -20,6 +20,9 @@ from stage2_generators.sockets import sock_recv
 from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
+
+NOT_WOKEN = "cancel() must wake the task by cancelling the future it waits on; "
+OUTSIDE = "a cancel from outside the block must stay a CancelledError, even in the timer's turn"
 
 
 def live_timers(loop: EventLoop) -> int:
@@ -49,15 +52,15 @@ def test_cancel_lands_at_the_pause_and_the_finally_block_runs_on_the_loop(
     events: list[str] = []
     task = Task(guarded(events))
     loop.run_once()  # the first step: the coroutine now sleeps
-    assert task.cancel() is True
+    assert task.cancel() is True, "cancel() of a waiting task must return True"
     assert events == ["sleeping"], "the clean-up ran inside cancel(): it belongs to the loop"
-    assert not task.done()
+    assert not task.done(), "cancel() only asks: the task ends at its next step, on the loop"
     start = time.monotonic()
-    with pytest.raises(CancelledError):
-        run(loop, task)
+    with raises(CancelledError, "a cancelled task must end with CancelledError"):
+        run(loop, task, explain=lambda: NOT_WOKEN)
     assert time.monotonic() - start < 1, "the task slept on: cancel() did not wake it"
-    assert events == ["sleeping", "finally"]
-    assert task.cancelled()
+    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
+    assert task.cancelled(), "the task should be cancelled"
     assert live_timers(loop) == 0, "the sleep's timer was left behind"
 
 
@@ -65,9 +68,9 @@ def test_cancel_lands_at_the_pause_and_the_finally_block_runs_on_the_loop(
 def test_cancel_says_whether_there_was_anything_to_cancel(loop: EventLoop) -> None:
     """False for a task that is done already, whose result stays as it was."""
     task = Task(guarded([], delay=0))
-    assert run(loop, task) == "slept"
-    assert task.cancel() is False
-    assert not task.cancelled() and task.result() == "slept"
+    assert run(loop, task) == "slept", "the task should finish its sleep"
+    assert task.cancel() is False, "cancel() of a task that is done must return False"
+    assert not task.cancelled() and task.result() == "slept", "a done task's result must stay"
 
 
 @pytest.mark.task(taskno=1)
@@ -87,7 +90,9 @@ def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
         task.cancel()
         return (yield from task), task.cancelled()
 
-    assert run(loop, main()) == ("cleaned up", False)
+    assert run(loop, main()) == ("cleaned up", False), (
+        "a coroutine that catches CancelledError and returns gives its task a result"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -95,10 +100,12 @@ def test_a_task_cancelled_before_it_started_never_runs(loop: EventLoop) -> None:
     """Cancelled between Task() and its first step: the coroutine's body never runs."""
     events: list[str] = []
     task = Task(guarded(events))
-    assert task.cancel() is True
-    with pytest.raises(CancelledError):
+    assert task.cancel() is True, "cancel() of a task not yet started must return True"
+    with raises(CancelledError, "the cancelled task should end with CancelledError"):
         run(loop, task)
-    assert events == [] and task.cancelled()
+    assert events == [] and task.cancelled(), (
+        "a task cancelled before it started must never run, and be cancelled"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -115,12 +122,14 @@ def test_cancelling_a_task_cancels_the_task_it_waits_for(loop: EventLoop) -> Non
     def main() -> Coroutine[None]:
         yield from sleep(0.01)
         waiting.cancel()
-        with pytest.raises(CancelledError):
+        with raises(CancelledError, "the cancelled task should end with CancelledError"):
             yield from waiting
 
     run(loop, main())
-    assert waiting.cancelled() and inner.cancelled()
-    assert events == ["sleeping", "finally"]
+    assert waiting.cancelled() and inner.cancelled(), (
+        "cancelling a task must cancel the task it waits on"
+    )
+    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
 
 
 @pytest.mark.task(taskno=1)
@@ -129,13 +138,15 @@ def test_cancel_counts_every_request(loop: EventLoop) -> None:
     events: list[str] = []
     task = Task(guarded(events))
     loop.run_once()  # the coroutine now sleeps
-    assert task.cancel() is True
+    assert task.cancel() is True, "cancel() of a waiting task must return True"
     assert task.cancel() is True, "the first request has not landed: the task is not done"
     assert task.cancelling() == 2, "each cancel() of a task not done counts"
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, "the cancelled task should end with CancelledError"):
         run(loop, task)
-    assert events == ["sleeping", "finally"]
-    assert task.cancel() is False
+    assert events == ["sleeping", "finally"], (
+        f"the coroutine did {events}: its finally must run once"
+    )
+    assert task.cancel() is False, "cancel() of a task that is done must return False"
     assert task.cancelling() == 2, "a task that is done counts no more requests"
 
 
@@ -146,7 +157,7 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
     me: list[Task[None]] = []
 
     def selfish() -> Coroutine[None]:
-        assert me[0].cancel() is True
+        assert me[0].cancel() is True, "a task may cancel itself: cancel() must return True"
         events.append("asked")
         try:
             fut: Future[None] = Future()
@@ -158,9 +169,11 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
             raise
 
     me.append(Task(selfish()))
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, "the cancelled task should end with CancelledError"):
         run(loop, me[0])
-    assert events == ["asked", "cancelled"]
+    assert events == ["asked", "cancelled"], (
+        f"the coroutine did {events}: a task that cancels itself is cancelled at its next pause"
+    )
 
 
 # --- Task 2: timeout ----------------------------------------------------------------------------
@@ -175,7 +188,9 @@ def bounded(delay: float, coro: Coroutine[T]) -> Coroutine[T]:
 @pytest.mark.task(taskno=2)
 def test_a_result_in_time_passes_through_and_leaves_no_timer(loop: EventLoop) -> None:
     """Done before the timeout: its value comes back, and the timeout's timer is cancelled."""
-    assert run(loop, bounded(2, guarded([], delay=0.01))) == "slept"
+    assert run(loop, bounded(2, guarded([], delay=0.01))) == "slept", (
+        "a block that ends in time must give its result"
+    )
     assert live_timers(loop) == 0, "the timeout's timer is still set"
 
 
@@ -206,8 +221,10 @@ def test_a_timeout_cancels_the_block_then_raises_timeout_error(loop: EventLoop) 
     start = time.monotonic()
     run(loop, caller())
     elapsed = time.monotonic() - start
-    assert events == ["sleeping", "finally", "TimeoutError"]
-    assert 0.05 <= elapsed < 1
+    assert events == ["sleeping", "finally", "TimeoutError"], (
+        f"the coroutine did {events}: the timed-out block is cancelled, and raises TimeoutError"
+    )
+    assert 0.05 <= elapsed < 1, f"the timeout took {elapsed:.2f} s, not about 0.05 s"
 
 
 @pytest.mark.task(taskno=2)
@@ -235,7 +252,9 @@ def test_tries_that_time_out_one_after_another_each_time_out(loop: EventLoop) ->
         outcomes.append((yield from bounded(2, guarded([], delay=0))))
         return outcomes
 
-    assert run(loop, tries()) == ["TimeoutError"] * 3 + ["slept"]
+    assert run(loop, tries()) == ["TimeoutError"] * 3 + ["slept"], (
+        "each try that times out should raise TimeoutError, and the next go on"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -247,14 +266,15 @@ def test_the_tasks_own_cancellation_is_not_a_timeout(loop: EventLoop) -> None:
     def main() -> Coroutine[None]:
         yield from sleep(0.02)
         caller.cancel()
-        with pytest.raises(CancelledError):  # a TimeoutError here would fail the test
+        outside = "a cancel from outside the block must stay a CancelledError, not a TimeoutError"
+        with raises(CancelledError, outside):  # a TimeoutError here would fail the test
             yield from caller
 
     start = time.monotonic()
     run(loop, main())
-    assert time.monotonic() - start < 1
-    assert caller.cancelled()
-    assert events == ["sleeping", "finally"]
+    assert time.monotonic() - start < 1, "the cancelled block went on running"
+    assert caller.cancelled(), "the task cancelled from outside should be cancelled"
+    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
     assert live_timers(loop) == 0, "the timeout's timer is still set"
 
 
@@ -282,9 +302,11 @@ def test_a_cancel_in_the_turn_of_the_timeout_before_it_is_still_a_cancel(
     outcome: list[str] = []
     task = Task(outcome_of(events, outcome))
     loop.call_later(0.05, task.cancel)  # set before the timeout's timer: both run in one turn
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, OUTSIDE):
         run(loop, task)
-    assert outcome == ["CancelledError"]
+    assert outcome == ["CancelledError"], (
+        f"the block ended with {outcome}: a cancel from outside must stay a CancelledError"
+    )
     assert events == ["sleeping", "finally"], "the cancelled request did not clean up first"
 
 
@@ -302,10 +324,12 @@ def test_a_cancel_in_the_turn_of_the_timeout_after_it_is_still_a_cancel(
     # due at the same moment: the loop runs the two in one turn, in the order they were set.
     when = min(when for when, _, handle in loop._timers if not handle._cancelled)
     heapq.heappush(loop._timers, (when, next(loop._sequence), Handle(task.cancel, (), when)))
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, OUTSIDE):
         run(loop, task)
-    assert outcome == ["CancelledError"]
-    assert events == ["sleeping", "finally"]
+    assert outcome == ["CancelledError"], (
+        f"the block ended with {outcome}: a cancel from outside must stay a CancelledError"
+    )
+    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
 
 
 @pytest.mark.task(taskno=2)
@@ -325,4 +349,4 @@ def test_a_timer_that_fell_due_as_the_block_ended_cancels_nothing(loop: EventLoo
 
     task = Task(goes_on())
     loop.call_soon(fut.set_result, None)  # right after the task's first step, in its turn
-    assert run(loop, task) == "went on"
+    assert run(loop, task) == "went on", "the task should go on after the timeout it caught"

@@ -94,7 +94,13 @@ def get(*paths: str) -> tuple[list[Response], Pages]:
                 await asyncio.wait_for(crawler.request(base_url + path), LIMIT_S) for path in paths
             ]
 
-    return asyncio.run(served(pages, requests)), pages
+    try:
+        return asyncio.run(served(pages, requests)), pages
+    except TimeoutError:
+        pytest.fail(
+            f"request() was still reading after {LIMIT_S:g} s: a body with no end must be cut "
+            "off once it passes the cap, however long the server goes on"
+        )
 
 
 # --- Task 1: a GET and its whole response ---------------------------------------------------------
@@ -104,20 +110,27 @@ def get(*paths: str) -> tuple[list[Response], Pages]:
 def test_a_page_comes_back_whole_with_lower_case_header_names() -> None:
     """Status, every byte of the body, and the headers under lower-case names."""
     (response,), _ = get("page")
-    assert response.status == 200
-    assert response.body == PAGE
-    assert not response.too_large
-    assert response.headers.get("content-type", "").startswith("text/html")
-    assert response.headers.get("x-crawler-test") == "Kept"
-    assert all(name == name.lower() for name in response.headers)
+    assert response.status == 200, f"the status is {response.status}, not 200"
+    assert response.body == PAGE, "the body is not the whole page"
+    assert not response.too_large, "a small page was marked too large"
+    assert all(name == name.lower() for name in response.headers), (
+        f"header names {sorted(response.headers)}: store each in lower case, as stages 1 and 2 do"
+    )
+    assert response.headers.get("content-type", "").startswith("text/html"), (
+        f"the headers {response.headers} have no content-type of text/html"
+    )
+    assert response.headers.get("x-crawler-test") == "Kept", "a header's value was changed"
 
 
 @pytest.mark.task(taskno=1)
 def test_a_redirect_is_returned_not_followed() -> None:
     """The crawler follows redirects itself: request() hands back the 301 and its Location."""
     (response,), pages = get("moved")
-    assert response.status == 301
-    assert response.headers.get("location") == "/page"
+    assert response.status == 301, (
+        f"the status is {response.status}, not the redirect's 301: aiohttp followed it; "
+        "pass allow_redirects=False, the crawler follows redirects itself"
+    )
+    assert response.headers.get("location") == "/page", "the redirect's location was lost"
     assert pages.requested == ["/moved"], "the redirect was followed"
 
 
@@ -125,16 +138,18 @@ def test_a_redirect_is_returned_not_followed() -> None:
 def test_an_error_status_is_a_response_not_an_exception() -> None:
     """A 404 is data for the report: request() returns it."""
     (response,), _ = get("missing")
-    assert response.status == 404
-    assert response.body == b"no such page"
+    assert response.status == 404, f"the status is {response.status}, not 404"
+    assert response.body == b"no such page", "an error page's body must be kept too"
 
 
 @pytest.mark.task(taskno=1)
 def test_the_url_goes_out_exactly_as_given() -> None:
     """Our URLs are normalised and quoted already: %2F and %7E must not be re-spelled."""
     (response,), pages = get("a%7Eb?q=a%2Fb")
-    assert pages.requested == ["/a%7Eb?q=a%2Fb"]
-    assert response.body == b"/a%7Eb?q=a%2Fb"
+    assert pages.requested == ["/a%7Eb?q=a%2Fb"], (
+        f"the server was asked for {pages.requested}: send the URL as given (encoded=True)"
+    )
+    assert response.body == b"/a%7Eb?q=a%2Fb", "the body is not the server's answer"
 
 
 @pytest.mark.task(taskno=1)
@@ -149,8 +164,11 @@ def test_a_refused_connection_raises_for_fetch_to_retry() -> None:
         async with aiohttp.ClientSession() as crawler.session:
             await asyncio.wait_for(crawler.request(f"http://127.0.0.1:{port}/"), LIMIT_S)
 
-    with pytest.raises(aiohttp.ClientError):
+    try:
         asyncio.run(main())
+    except aiohttp.ClientError:
+        return
+    pytest.fail("a refused connection must raise aiohttp's error out of request()")
 
 
 @pytest.mark.task(taskno=1)
@@ -178,9 +196,9 @@ def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_body_declared_longer_than_the_cap_is_not_kept() -> None:
     """Content-Length above the cap: too_large, an empty body, the status still there."""
     (response,), _ = get(f"exact/{CAP + 1}")
-    assert response.status == 200
-    assert response.too_large
-    assert response.body == b""
+    assert response.status == 200, f"the status is {response.status}, not 200"
+    assert response.too_large, "a body declared longer than the cap must be too_large"
+    assert response.body == b"", "a body too large must not be kept, not even in part"
 
 
 @pytest.mark.task(taskno=2)
@@ -188,8 +206,8 @@ def test_a_body_declared_longer_than_the_cap_is_not_kept() -> None:
 def test_a_body_of_exactly_the_cap_is_kept() -> None:
     """The cap is the largest body allowed, not the first one refused."""
     (response,), _ = get(f"exact/{CAP}")
-    assert not response.too_large
-    assert response.body == b"x" * CAP
+    assert not response.too_large, "a body of exactly the cap is allowed, not too large"
+    assert response.body == b"x" * CAP, "a body of exactly the cap must be kept whole"
 
 
 @pytest.mark.task(taskno=2)
@@ -197,6 +215,6 @@ def test_a_body_of_exactly_the_cap_is_kept() -> None:
 def test_an_endless_body_is_read_only_up_to_the_cap() -> None:
     """No Content-Length and no end: reading stops once the body passes the cap."""
     (response,), _ = get("endless")
-    assert response.status == 200
-    assert response.too_large
-    assert response.body == b""
+    assert response.status == 200, f"the status is {response.status}, not 200"
+    assert response.too_large, "a body that passes the cap must be too_large"
+    assert response.body == b"", "a body too large must not be kept, not even in part"

@@ -36,7 +36,10 @@ def run(work: Coroutine[Any, Any, T], limit: float = LIMIT_S) -> T:
         try:
             return await asyncio.wait_for(work, limit)
         except TimeoutError:
-            pytest.fail(f"still not done after {limit} s")
+            pytest.fail(
+                f"still not done after {limit} s: once q.join() returns, crawl() cancels each "
+                "worker (they wait at q.get() forever) and gathers them"
+            )
 
     return asyncio.run(limited())
 
@@ -70,9 +73,15 @@ async def crawl(crawler: Watched) -> CrawlResult:
         why = ""
         if crawler.worker_errors:
             error = crawler.worker_errors[0]
-            why = f"a worker ended with {type(error).__name__}: {error}"
+            why = (
+                f"a worker ended with {type(error).__name__}: {error}; a worker records a "
+                "page's error (record_bug) and takes the next URL"
+            )
         elif now - last > STALL_S or now - start > CRAWL_LIMIT_S:
-            why = f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s"
+            why = (
+                f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s; "
+                "each q.get() needs its q.task_done(), even when the fetch raises"
+            )
         if why:
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
@@ -154,8 +163,12 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
     run(crawler.crawl())
     assert crawler.started == 3, f"{crawler.started} workers started, not max_tasks = 3"
     expected = {root + path for root in roots for path in paths(3)}
-    assert sorted(crawler.finished) == sorted(expected)
-    assert sorted(crawler.names) == ["worker-0", "worker-1", "worker-2"]
+    assert sorted(crawler.finished) == sorted(expected), (
+        "a URL put in the queue was never finished by a worker"
+    )
+    assert sorted(crawler.names) == ["worker-0", "worker-1", "worker-2"], (
+        f"the workers are named {sorted(crawler.names)}, not worker-0 to worker-2"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -165,11 +178,13 @@ def test_crawl_prepares_what_the_workers_share() -> None:
     crawler = StandIn(["http://one.invalid/"], options)
     run(crawler.crawl())
     assert crawler.shared == [("Queue", "ClientSession", "dict")] * 2, f"types of {SHARED}"
-    assert isinstance(crawler.q, asyncio.Queue)
-    assert crawler.robots_tasks == {}
+    assert isinstance(crawler.q, asyncio.Queue), "self.q must be an asyncio.Queue"
+    assert crawler.robots_tasks == {}, "robots_tasks must start empty"
     # open, naming the crawler, no timeout of aiohttp's (its default stops a connect after
     # 30 s, whatever --timeout says), max_tasks connections at most
-    assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2
+    assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2, (
+        f"the session was {crawler.sessions}: open, our User-Agent, no timeout, max_tasks"
+    )
     assert crawler.session.closed, "crawl() must close its session when it ends"
 
 
@@ -183,7 +198,7 @@ def test_crawl_cancels_the_workers_and_waits_for_them() -> None:
         return [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "work"]
 
     left = run(main())
-    assert len(crawler.finished) == 7
+    assert len(crawler.finished) == 7, f"{len(crawler.finished)} URLs finished, not 7"
     assert crawler.stopped == 4, f"crawl() returned with {4 - crawler.stopped} workers running"
     assert left == [], f"tasks still there after crawl(): {left}"
 
@@ -202,10 +217,10 @@ def test_a_cancelled_crawl_cancels_its_workers() -> None:
         return task.cancelled()
 
     start = time.monotonic()
-    assert run(main()) is True
-    assert time.monotonic() - start < 2
+    assert run(main()) is True, "cancelling the crawl must cancel it"
+    assert time.monotonic() - start < 2, "the cancelled crawl went on"
     assert crawler.stopped == 3, "a worker still runs after the crawl was cancelled"
-    assert crawler.session.closed
+    assert crawler.session.closed, "the crawl's session must be closed however it ends"
 
 
 # --- Task 2: Crawler.work -----------------------------------------------------------------------
@@ -221,9 +236,13 @@ def test_the_default_site_gives_the_oracles_pages_and_records(
     expected = site.expected(base_url)
     assert_matches_oracle(result, expected)
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
-    assert requested == {url: exp.tries for url, exp in expected.items()}
+    assert requested == {url: exp.tries for url, exp in expected.items()}, (
+        "a URL was requested more or fewer times than the oracle says"
+    )
     assert next(iter(site.requests)) == "/robots.txt", "a page was fetched before robots.txt"
-    assert site.user_agents == {USER_AGENT: sum(site.requests.values())}
+    assert site.user_agents == {USER_AGENT: sum(site.requests.values())}, (
+        "every request must carry our User-Agent"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -233,7 +252,9 @@ def test_robots_txt_is_obeyed() -> None:
     with serve(site) as base_url:
         result = asyncio.run(crawl(Watched([base_url])))
     assert_matches_oracle(result, site.expected(base_url))
-    assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))]
+    assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))], (
+        "a page robots.txt forbids was requested"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -244,8 +265,12 @@ def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
     site, base_url = default_site
     result = asyncio.run(crawl(Watched([base_url], Options(fail_on="/traps/"))))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
-    assert base_url + "traps/" in failed
-    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed)
+    assert base_url + "traps/" in failed, (
+        f"{base_url}traps/ was not recorded as failed with ParseError"
+    )
+    assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed), (
+        "a failed page must be recorded with no status, after one try"
+    )
     pages = {url for url in site.expected(base_url) if "/p/" in url}
     assert pages and pages <= result.urls, "the crawl stopped at the bug"
 
@@ -256,5 +281,7 @@ def test_the_workers_fetch_side_by_side() -> None:
     site = Site(pages=60, traps=False, latency=0.05)
     with serve(site) as base_url:
         result = asyncio.run(crawl(Watched([base_url], Options(max_tasks=4))))
-        assert site.max_in_flight == 4
+        assert site.max_in_flight == 4, (
+            f"the server saw {site.max_in_flight} requests at once, not 4: workers fetch together"
+        )
     assert_matches_oracle(result, site.expected(base_url))

@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from shared.tools.exercises import checking, grading, handout, lab, reports, workspace
+from shared.tools.exercises import answers, checking, grading, handout, lab, reports, workspace
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import (
     ROOT,
@@ -83,6 +83,7 @@ def parser() -> argparse.ArgumentParser:
     solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
     solve.add_argument("name", metavar="NAME")
     solve.add_argument("--in", dest="folder", type=Path, metavar="DIR")
+    solve.add_argument("--task", type=int, metavar="N", help="only task N's reference")
     labs = verbs.add_parser("lab", help="the labs: make a lab's change, or take it back")
     labs.add_argument("action", choices=["list", "apply", "undo"])
     labs.add_argument("name", metavar="NAME", nargs="?", help="01, or 01-forget-task-done")
@@ -262,13 +263,16 @@ def do_hint(exercise: Exercise) -> int:
     return 0
 
 
-def do_solve(exercise: Exercise, given: Path | None) -> int:
-    """`solve`: the reference bodies in, the diff out."""
+def do_solve(exercise: Exercise, given: Path | None, task: int | None = None) -> int:
+    """`solve`: the reference bodies in (all, or task ``task``'s), the diff out."""
     if workspace.in_handout():
         raise Usage("the reference solution is not in a handout: solve from the repository")
     folder, how = folder_of(exercise.name, given)
     workspace.require_workspace(exercise, folder, how)
-    diff, notes = workspace.solve(exercise, folder)
+    tasks = answers.load(exercise).tasks
+    if task is not None and task not in tasks:
+        raise Usage(f"{exercise.name} has no task {task}; its tasks: {', '.join(map(str, tasks))}")
+    diff, notes = workspace.solve(exercise, folder, task)
     for note in notes:
         print(f"note: {note}")
     if not diff:
@@ -313,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
             return do_handout(exercise, args.dir)
         if args.verb == "grade":
             return do_grade(exercise, args)
-        return do_solve(exercise, args.folder)
+        return do_solve(exercise, args.folder, args.task)
     except Usage as error:
         print(error, file=sys.stderr)
         show_list(names_only=False)

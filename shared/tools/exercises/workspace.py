@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from shared import STAGES
-from shared.tools.exercises import manifest
-from shared.tools.exercises.bodies import BodyError, body_text, empty_functions, put_bodies
+from shared.tools.exercises import answers, manifest
+from shared.tools.exercises.bodies import BodyError, empty_functions, put_bodies
 from shared.tools.exercises.catalog import ROOT, Exercise
 
 MARKER = ".exercise.json"
@@ -145,25 +145,27 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def solve(exercise: Exercise, folder: Path) -> tuple[str, list[str]]:
+def solve(exercise: Exercise, folder: Path, task: int | None = None) -> tuple[str, list[str]]:
     """Put the reference bodies into the workspace; return a unified diff and notes.
 
     Only the exercise's functions change, and each takes the body it has in the
-    repository's current file.  A file the workspace can no longer parse (or in
-    which a function has gone) is replaced whole by the repository's, and a note
-    says so.  Every changed file is first saved under .before-solve/.
+    repository's current file; with ``task``, only that task's functions, as that task
+    leaves them (teachers/exercises/NAME.toml says which, see answers.py).  A file the
+    workspace can no longer parse (or in which a function has gone) is replaced whole
+    by the repository's, and a note says so.  Every changed file is first saved under
+    .before-solve/.
     """
-    by_file: dict[str, list[str]] = {}
-    for target in exercise.replace:
-        by_file.setdefault(target.path, []).append(target.qualname)
+    by_file: dict[str, dict[str, str]] = {}
+    for target, text in answers.load(exercise).bodies(task).items():
+        by_file.setdefault(target.path, {})[target.qualname] = text
     diffs: list[str] = []
     notes: list[str] = []
-    for path, names in by_file.items():
+    for path, bodies in by_file.items():
         reference = (ROOT / path).read_text(encoding="utf-8")
         mine = folder / path
         before = mine.read_text(encoding="utf-8") if mine.exists() else ""
         try:
-            after = put_bodies(before, {name: body_text(reference, name) for name in names})
+            after = put_bodies(before, bodies)
         except (SyntaxError, BodyError) as error:
             notes.append(f"{path}: {error}; the repository's whole file replaces it")
             after = reference

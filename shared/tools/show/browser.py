@@ -76,18 +76,22 @@ def headless_chromium(width: int = 1400, height: int = 1000) -> Iterator[WebDriv
 PROJECTOR = (1280, 720)
 
 
-def screenshot(page: Path, picture: Path, step: int, big: bool = False) -> None:
+def screenshot(
+    page: Path, picture: Path, step: int, big: bool = False, lang: str | None = None
+) -> None:
     """Open the page at a step (1-based, in all crawls' time order) and save it as a PNG.
 
     The whole page, 1400 pixels wide; or with ``big``, the page in large type (``#big``)
-    as a 1280x720 projector shows it: the screen, not what is below it.
+    as a 1280x720 projector shows it: the screen, not what is below it.  With ``lang``,
+    the page in that language (``#lang=``), else in the one it opens in.
     """
     from selenium.webdriver.support.ui import WebDriverWait
 
     picture.parent.mkdir(parents=True, exist_ok=True)
     width, height = PROJECTOR if big else (1400, 1000)
     with headless_chromium(width, height) as driver:
-        driver.get(f"{page.resolve().as_uri()}#{'big&' if big else ''}step={step}")
+        fragment = "&".join([*(["big"] if big else []), *([f"lang={lang}"] if lang else [])])
+        driver.get(f"{page.resolve().as_uri()}#{fragment + '&' if fragment else ''}step={step}")
         WebDriverWait(driver, 10).until(
             lambda d: d.execute_script("return document.body.dataset.ready")
         )

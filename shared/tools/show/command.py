@@ -4,7 +4,8 @@ The crawl options are the stages' own (shared/cli.py), with other defaults: a 6-
 site, two tasks, 0.1 s per answer, robots.txt ignored, so that a class can follow every
 step.  ``--full-site`` crawls the default test site instead (about 390 URLs, traps and
 all).  The page goes to out/show-STAGE.html, opens in the browser when there is one, and
-``--screenshot`` also takes a picture of it with headless Chromium.
+``--screenshot`` also takes a picture of it with headless Chromium.  ``--lang`` picks the
+page's language; without it, a locale that says Chinese does, else the reader's browser.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from shared import STAGES
 from shared.cli import configure_logging, parse_args
 from shared.observe import watching
-from shared.tools.show.page import TITLES, crawl_data, interesting_step, write
+from shared.tools.show.page import LANGUAGES, TITLES, crawl_data, interesting_step, write
 from shared.tools.show.record import recording
 from shared.trace_events import TraceEvents
 
@@ -69,8 +70,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="large type, the code beside the lanes: for a projector (the page's #big); "
         "with --screenshot, a picture of a 1280x720 screen",
     )
+    parser.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        help="the page's language (else Chinese where the locale says so, else the browser's)",
+    )
     parser.add_argument("--no-open", action="store_true", help="do not open a browser")
     return parser
+
+
+def locale_language(environ: dict[str, str] | None = None) -> str | None:
+    """The page's language as the environment's locale says it: "zh-CN" where it says
+    Chinese, else None (the page then follows the browser).  The first of LC_ALL,
+    LC_MESSAGES and LANG that is set decides, as for any program's messages."""
+    environ = dict(os.environ) if environ is None else environ
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        if value := environ.get(name):
+            return "zh-CN" if value.lower().startswith("zh") else None
+    return None
 
 
 def crawl_arguments(own: argparse.Namespace, rest: list[str]) -> list[str]:
@@ -145,23 +162,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             if result.interrupted:  # Ctrl-C: the page shows the crawl as far as it went
                 note += ", interrupted"
             crawls.append(crawl_data(recorder, note))
+            # The same facts for the page to say in its reader's language.
+            summary = [len(result.fetches), len(recorder.steps), f"{seconds:.2f}"]
+            crawls[-1]["summary"] = [*summary, result.interrupted]
             print(f"{TITLES[package]}: {note}", file=sys.stderr)
     if trace_events and args.trace_events:
         size = trace_events.write(args.trace_events)
         print(f"wrote {args.trace_events} ({size / 1e6:.1f} MB)", file=sys.stderr)
-    site_text = "the default test site" if pages is None else f"a {pages}-page site"
-    heading = " \u00b7 ".join(
-        [
-            "all three stages" if own.stage == "all" else TITLES[packages[0]],
-            f"{site_text}, {args.site_latency:g} s per answer",
+    # What the heading says, as facts: the page writes them in its reader's language.
+    heading = {
+        "stage": own.stage if own.stage == "all" else packages[0],
+        "pages": pages,
+        "latency": f"{args.site_latency:g}",
+        "options": [
             f"--max-tasks {options.max_tasks}",
             *(["--ignore-robots"] if options.ignore_robots else []),
-        ]
-    )
+        ],
+    }
     # The page opens at a busy step: the first at which the most actors wait on sockets.
     middle = len(crawls) // 2  # with all three: stage 2, the one with most to show
     busy = merged_position(crawls, middle, interesting_step(crawls[middle]))
-    size = write(out, crawls, heading, start=busy)
+    lang = own.lang or locale_language()
+    size = write(out, crawls, heading, start=busy, lang=lang)
     print(f"wrote {out} ({size / 1024:.0f} KiB)", file=sys.stderr)
     if own.screenshot is not None:
         from shared.tools.show.browser import missing, screenshot
@@ -170,9 +192,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"no screenshot: {reason}", file=sys.stderr)
             return 2
         picture = Path(own.screenshot or out.with_suffix(".png"))
-        screenshot(out, picture, own.step or busy + 1, big=own.big)
+        screenshot(out, picture, own.step or busy + 1, big=own.big, lang=lang)
         print(f"wrote {picture}", file=sys.stderr)
-    address = out.resolve().as_uri() + ("#big" if own.big else "")
+    address = out.resolve().as_uri() + ("#big" if own.big else "")  # the page keeps its lang
     if not own.no_open and can_open_browser() and webbrowser.open(address):
         return 0
     print(out.resolve())

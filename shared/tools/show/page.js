@@ -12,7 +12,56 @@
     future: "#2aa1a8", readable: "#3d85d6", writable: "#e8913a",
     queue: "#3fa466", task: "#9b6bd1", timer: "#9a9a9a",
   };
-  const MODES = { r: "readable", w: "writable", rw: "readable or writable" };
+
+  // ---- the reader's language ----------------------------------------------------------
+  // Every text the page shows a reader comes from one table per language (texts.json):
+  // the address's #lang=, else the language the page was made in (--lang, or a Chinese
+  // locale), else the browser's.  What the crawls recorded (URLs, names, code) is data,
+  // shown as it is.
+  const TEXTS = DATA.texts;
+  function pick(tag) {  // "zh", "zh-CN", "zh-Hans-CN" -> "zh-CN"; a language not here -> null
+    if (!tag) return null;
+    if (TEXTS[tag]) return tag;
+    return /^zh\b/i.test(tag) ? "zh-CN" : /^en\b/i.test(tag) ? "en" : null;
+  }
+  const langInAddress = () => pick((/(?:^#|&)lang=([\w-]+)/.exec(location.hash) || [])[1]);
+  let lang = langInAddress() || pick(DATA.lang) || pick(navigator.language) || "en";
+  // The text of a key, its {names} filled in from values.
+  function t(key, values) {
+    const text = TEXTS[lang][key] ?? TEXTS.en[key] ?? key;
+    return text.replace(/\{(\w+)\}/g, (whole, name) => (values ? String(values[name]) : whole));
+  }
+  const seconds = (s) => t("unit.seconds", { s });
+  // What an actor waits for, as the recorder says it ("fd 7 readable", "the queue: get"),
+  // in the reader's language: the English table's "wait." texts, read as patterns, find the
+  // key and the names (fd, callback, ...) that stay as they are.  In English, the label.
+  const PATTERNS = Object.keys(TEXTS.en).filter((key) => key.startsWith("wait.")).map((key) => {
+    const names = [];
+    const source = TEXTS.en[key].replace(/[.*+?^$()|[\]\\]/g, "\\$&")
+      .replace(/\{(\w+)\}/g, (whole, name) => { names.push(name); return "(.+?)"; });
+    return { key, names, re: new RegExp("^" + source + "$") };
+  });
+  const said = new Map();  // lang + label -> its text
+  function waitText(label) {
+    if (label === null || lang === "en") return label;
+    if (!said.has(lang + label)) {
+      let text = label;
+      for (const { key, names, re } of PATTERNS) {
+        const found = re.exec(label);
+        if (!found) continue;
+        const values = {};
+        names.forEach((name, i) => {
+          const value = found[i + 1];
+          values[name] = name === "what" ? waitText(value)
+            : name === "event" && TEXTS.en["kind." + value] ? t("kind." + value) : value;
+        });
+        text = t(key, values);
+        break;
+      }
+      said.set(lang + label, text);
+    }
+    return said.get(lang + label);
+  }
 
   // ---- the data, made easy to use ---------------------------------------------------
   const crawls = DATA.crawls.map(function (c, index) {
@@ -161,11 +210,11 @@
       ctx.moveTo(px, AXIS - 4);
       ctx.lineTo(px, height);
       ctx.stroke();
-      const label = xmode === "time" ? (x / 1e6).toFixed(tick >= 1e5 ? 1 : tick >= 1e4 ? 2 : 4) + " s"
-        : "step " + Math.round(x + 1);
+      const label = xmode === "time" ? seconds((x / 1e6).toFixed(tick >= 1e5 ? 1 : tick >= 1e4 ? 2 : 4))
+        : t("axis.step", { n: Math.round(x + 1) });
       ctx.fillText(label, px + 3, AXIS / 2);
     }
-    ctx.fillText(xmode === "time" ? "time since the crawl began" : "steps, in time order", 8, AXIS / 2);
+    ctx.fillText(t(xmode === "time" ? "axis.time" : "axis.steps"), 8, AXIS / 2);
     for (const c of crawls) drawCrawl(c, width);
     // The cursor: the moment shown in the panels.
     const px = toPixel(cursorX(), width);
@@ -218,7 +267,7 @@
       ctx.fillRect(x0, y, Math.max(1, x1 - x0), BAR);
       ctx.globalAlpha = 1;
       if (x1 - x0 > FONT * 4) {
-        const label = w.label + (c.actors[w.actor][1] >= 0 ? "  " + (c.s(c.actors[w.actor][1]) || "") : "");
+        const label = waitText(w.label) + (c.actors[w.actor][1] >= 0 ? "  " + (c.s(c.actors[w.actor][1]) || "") : "");
         ctx.save();
         ctx.beginPath();  // clipped sideways only: the bar's end, not the letters' tails
         ctx.rect(Math.max(x0, GUTTER), y - 4, x1 - Math.max(x0, GUTTER) - 3, BAR + 8);
@@ -250,11 +299,14 @@
     const top = blocks[c.index];
     ctx.fillStyle = "#1d2330";
     ctx.font = "600 " + (FONT + 1) + "px system-ui, sans-serif";
-    ctx.fillText(c.title, 8, top - HEAD / 2);
-    const titled = ctx.measureText(c.title).width;
+    const title = t("title." + c.raw.stage);
+    ctx.fillText(title, 8, top - HEAD / 2);
+    const titled = ctx.measureText(title).width;
     ctx.font = FONT + "px system-ui, sans-serif";
     ctx.fillStyle = "#667085";
-    ctx.fillText(c.raw.note, 8 + titled + 10, top - HEAD / 2);
+    const [urls, steps, s, stopped] = c.raw.summary || [];
+    const note = c.raw.summary ? t(stopped ? "note.interrupted" : "note.done", { urls, steps, s }) : c.raw.note;
+    ctx.fillText(note, 8 + titled + 10, top - HEAD / 2);
     const cur = currentStep(c);
     const curRow = cur >= 0 ? c.actors[c.steps.a[cur]][2] : -1;
     for (let r = 0; r < c.rows.length; r++) {
@@ -347,34 +399,44 @@
     if (text !== undefined) node.textContent = text;
     return node;
   }
+  // An element whose text is the table's, for a key: set now, and again with the language.
+  function label(tag, key) {
+    const node = element(tag);
+    node.dataset.t = key;
+    return node;
+  }
 
   for (const c of crawls) {
     const panel = element("section", "panel");
     panel.dataset.crawl = String(c.index);
     const h2 = element("h2");
-    h2.append(element("span", "", c.title), element("span", "step-no"), element("span", "at"));
+    h2.append(label("span", "title." + c.raw.stage), element("span", "step-no"), element("span", "at"));
     const facts = element("dl", "facts");
-    for (const [label, name] of [["who", "actor"], ["ran", "what"], ["why", "why"],
-      ["URL", "url"], ["frames", "chain"]]) {
-      facts.append(element("dt", "", label), element("dd", name));
+    for (const name of ["actor", "what", "why", "url", "chain"]) {
+      facts.append(label("dt", "facts." + name), element("dd", name));
     }
     const ran = element("div", "ran");
     ran.append(facts);
     const source = element("div", "source");
-    source.append(element("h3", "", "the stage's code, at the line that ran"),
+    source.append(label("h3", "source.heading"),
       element("div", "file"), element("div", "code"));
     const state = element("div", "state");
     const sockets = element("table", "sockets");
-    sockets.innerHTML = "<thead><tr><th>fd</th><th>waits until</th><th>for</th><th>then runs</th></tr></thead><tbody></tbody>";
+    const head = (keys) => {  // a table's head, its columns named by the table of texts
+      const thead = element("thead"), tr = element("tr");
+      tr.append(...keys.map((key) => label("th", key)));
+      thead.append(tr);
+      return [thead, element("tbody")];
+    };
+    sockets.append(...head(["sockets.fd", "sockets.mode", "sockets.for", "sockets.runs"]));
     const waiting = element("table", "waiting");
-    waiting.innerHTML = "<thead><tr><th>who</th><th>waits for</th></tr></thead><tbody></tbody>";
-    state.append(element("h3", "", "the loop, as this step began"), element("div", "counts"),
-      element("h3", "", "sockets in the selector"), sockets,
-      element("h3", "", c.raw.stage === "stage1_callbacks" ? "Fetchers in flight" : "tasks"), waiting);
+    waiting.append(...head(["waiting.who", "waiting.for"]));
+    state.append(label("h3", "state.heading"), element("div", "counts"),
+      label("h3", "state.sockets"), sockets,
+      label("h3", c.raw.stage === "stage1_callbacks" ? "state.fetchers" : "state.tasks"), waiting);
     if (c.raw.stage !== "stage1_callbacks") {  // stage 1 has callbacks, not tasks
       const tree = element("details", "tree");
-      tree.append(element("summary", "", "where every task waits, as Python 3.14's asyncio prints it"),
-        element("pre"));
+      tree.append(label("summary", "state.tree"), element("pre"));
       state.append(tree);
     }
     panel.append(h2, ran, source, state);
@@ -456,7 +518,7 @@
     const file = f >= 0 ? chain[f][1] : -1;
     let code = box.querySelector(".code");
     if (file < 0) {
-      box.querySelector(".file").textContent = chain.length ? "(not the stage's own code)" : "";
+      box.querySelector(".file").textContent = chain.length ? t("source.other") : "";
       code.querySelectorAll(".current, .caller, .body").forEach((n) => n.classList.remove("current", "caller", "body"));
       return;
     }
@@ -486,7 +548,7 @@
       if (index) dd.append(element("span", "sep", "\u203a"));
       const button = element("button", index === f ? "shown" : "", c.s(frame[0]) + ":" + frame[2]);
       button.disabled = frame[1] < 0;
-      button.title = frame[1] < 0 ? "not the stage's own code" : "show this frame's line";
+      button.title = t(frame[1] < 0 ? "frame.other" : "frame.show");
       button.addEventListener("click", () => { chosenFrame[c.index] = index; show(); });
       dd.append(button);
     });
@@ -496,19 +558,19 @@
     const [sockets, waits] = c.states[c.steps.st[i]];
     const counts = c.panel.querySelector(".counts");
     counts.textContent = "";
-    const ready = c.raw.stage === "stage1_callbacks" ? "timers already due: " : "ready queue: ";
+    const ready = t(c.raw.stage === "stage1_callbacks" ? "counts.due" : "counts.ready");
     const next = c.steps.next[i];
     counts.append(ready, element("b", "ready", String(c.steps.ready[i])),
-      " \u00b7 timers pending: ", element("b", "timers", String(c.steps.timers[i])),
-      next >= 0 ? " \u00b7 the next due in " + next + " ms" : "");
+      t("counts.timers"), element("b", "timers", String(c.steps.timers[i])),
+      next >= 0 ? t("counts.next", { ms: next }) : "");
     const actor = c.steps.a[i];
     const body = c.panel.querySelector(".sockets tbody");
     body.textContent = "";
     for (const [fd, mode, owner, name] of sockets) {
       const tr = element("tr", owner >= 0 && owner === actor ? "current" : "");
       const whose = owner >= 0 ? actorName(c, owner) : c.s(name) === "on_ctrl_c" ? "Ctrl-C" : "\u2014";
-      tr.append(element("td", "", String(fd)), element("td", "", MODES[mode] || mode),
-        element("td", "", whose), element("td", "", c.s(name)));
+      tr.append(element("td", "", String(fd)), element("td", "", TEXTS.en["mode." + mode] ? t("mode." + mode) : mode),
+        element("td", "", whose), element("td", "", waitText(c.s(name))));
       body.append(tr);
     }
     const rows = c.panel.querySelector(".waiting tbody");
@@ -520,7 +582,7 @@
       const idle = ["running", "ready to run"].includes(c.s(label));
       const dot = element("span", idle ? "kind none" : "kind");
       dot.style.background = COLORS[KINDS[kind]];
-      td.append(dot, c.s(label));
+      td.append(dot, waitText(c.s(label)));
       tr.append(element("td", "", actorName(c, who)), td);
       rows.append(tr);
     }
@@ -567,11 +629,11 @@
     const i = currentStep(c);
     const panel = c.panel;
     panel.classList.toggle("active", total > 0 && mergedCrawl[cursor] === c.index && crawls.length > 1);
-    panel.querySelector(".step-no").textContent = i >= 0 ? "step " + (i + 1) + " of " + c.n : "not started";
-    panel.querySelector(".at").textContent = i >= 0 ? (c.steps.t[i] / 1e6).toFixed(4) + " s" : "";
+    panel.querySelector(".step-no").textContent = i >= 0 ? t("step.of", { n: i + 1, total: c.n }) : t("step.none");
+    panel.querySelector(".at").textContent = i >= 0 ? seconds((c.steps.t[i] / 1e6).toFixed(4)) : "";
     if (i < 0) {
       for (const name of ["actor", "what", "why", "url", "chain"]) panel.querySelector("." + name).textContent = "";
-      panel.querySelector(".what").append(element("span", "idle", "this crawl has not begun at this moment"));
+      panel.querySelector(".what").append(element("span", "idle", t("step.idle")));
       showSource(c, []);
       panel.querySelector(".counts").textContent = "";
       panel.querySelector(".sockets tbody").textContent = "";
@@ -582,7 +644,9 @@
     }
     panel.querySelector(".actor").textContent = actorName(c, c.steps.a[i]);
     panel.querySelector(".what").textContent = c.s(c.steps.what[i]);
-    panel.querySelector(".why").textContent = c.s(c.steps.why[i]);
+    const key = c.s(c.steps.why[i]);  // the table's sentence, filled in with recorded data
+    const [detail, waited] = [c.s(c.steps.wd[i]), waitText(c.s(c.steps.ww[i]))];
+    panel.querySelector(".why").textContent = t(key, { detail: c.raw.stage === "stage1_callbacks" ? waitText(detail) : detail, waited });
     panel.querySelector(".url").textContent = c.s(c.steps.url[i]) || "\u2014";
     const chain = c.chains[c.steps.fr[i]];
     showChain(c, chain);
@@ -599,11 +663,10 @@
   const clock = document.getElementById("clock");
 
   function show() {
-    stepNo.textContent = "step " + (total ? cursor + 1 : 0) + " of " + total;
-    clock.textContent = (cursorX() / (xmode === "time" ? 1e6 : 1)).toFixed(xmode === "time" ? 4 : 0) +
-      (xmode === "time" ? " s" : "");
+    stepNo.textContent = t("step.of", { n: total ? cursor + 1 : 0, total });
+    clock.textContent = xmode === "time" ? seconds((cursorX() / 1e6).toFixed(4)) : String(cursorX());
     if (xmode !== "time" && total) {
-      clock.textContent = (crawls[mergedCrawl[cursor]].steps.t[mergedStep[cursor]] / 1e6).toFixed(4) + " s";
+      clock.textContent = seconds((crawls[mergedCrawl[cursor]].steps.t[mergedStep[cursor]] / 1e6).toFixed(4));
     }
     slider.value = String(cursor);
     for (const c of crawls) showPanel(c);
@@ -627,7 +690,7 @@
         if (cursor >= total - 1) play(false); else go(cursor + 1);
       }, 1000 / rate);
     }
-    document.getElementById("play").textContent = player ? "\u23F8 pause" : "\u25B6 play";
+    document.getElementById("play").textContent = t(player ? "play.pause" : "play.label");
   }
 
   document.getElementById("first").addEventListener("click", () => go(0));
@@ -658,6 +721,7 @@
       "-": () => zoom(2),
       "0": () => { view = fullView(); draw(); },
       b: () => setBig(!document.body.classList.contains("big")),
+      l: () => setLang(lang === "en" ? "zh-CN" : "en"),
     };
     if (keys[e.key]) {
       e.preventDefault();
@@ -667,18 +731,36 @@
   window.addEventListener("resize", draw);
 
   // ---- start ------------------------------------------------------------------------
-  document.getElementById("heading").textContent = DATA.heading;
-  document.getElementById("legend").innerHTML = "";
-  const legend = document.getElementById("legend");
-  legend.append("each mark is one step of the loop; each bar is a wait, coloured by what it waits for: ");
-  for (const kind of KINDS) {
-    const item = element("span");
-    const swatch = element("i");
-    swatch.style.background = COLORS[kind];
-    item.append(swatch, kind);
-    legend.append(item);
+  // Every text from the table of the page's language: the elements that name a key, the
+  // heading, the legend, then the panels and the lanes, drawn again.
+  function applyTexts() {
+    document.documentElement.lang = lang;
+    for (const node of document.querySelectorAll("[data-t]")) node.textContent = t(node.dataset.t);
+    for (const node of document.querySelectorAll("[data-t-title]")) node.title = t(node.dataset.tTitle);
+    for (const node of document.querySelectorAll("[data-t-label]")) {
+      node.setAttribute("aria-label", t(node.dataset.tLabel));
+    }
+    for (const option of document.getElementById("speed").options) {
+      option.textContent = t("speed.option", { n: option.value });
+    }
+    const h = DATA.heading;
+    const site = t(h.pages === null ? "heading.default-site" : "heading.site", { n: h.pages, s: h.latency });
+    const heading = [t(h.stage === "all" ? "heading.all" : "title." + h.stage), site, ...h.options];
+    document.getElementById("heading").textContent = heading.join(" \u00b7 ");
+    document.title = heading[0] + " \u00b7 " + t("page.title");
+    const legend = document.getElementById("legend");
+    legend.textContent = "";
+    legend.append(t("legend.intro"));
+    for (const kind of KINDS) {
+      const item = element("span");
+      const swatch = element("i");
+      swatch.style.background = COLORS[kind];
+      item.append(swatch, t("kind." + kind));
+      legend.append(item);
+    }
+    legend.append(t("legend.use"));
+    play(player !== null);  // the play button's text: play, or pause
   }
-  legend.append(" \u00b7 click to jump, drag to pan, Ctrl+wheel to zoom");
   // The address says how to open: "page.html#step=30" at step 30, "#big" in large type,
   // "#big&step=30" both.  Without a step, the page opens at a busy one (page.py chose it).
   function stepInAddress() {
@@ -699,11 +781,21 @@
     const parts = on ? ["big", ...rest] : rest;
     history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname);
   }
+  // The language button, or L: the other language; the address keeps it, as it keeps #big.
+  function setLang(wanted) {
+    lang = wanted;
+    applyTexts();
+    show();
+    const rest = location.hash.replace(/^#/, "").split("&").filter((p) => p && !p.startsWith("lang="));
+    history.replaceState(null, "", "#" + [...rest, "lang=" + lang].join("&"));
+  }
   document.getElementById("big").addEventListener("click", () => setBig(!document.body.classList.contains("big")));
+  document.getElementById("lang").addEventListener("click", () => setLang(lang === "en" ? "zh-CN" : "en"));
   window.addEventListener("hashchange", () => {
     const step = stepInAddress();
     if (step !== null) go(step);
     if (bigInAddress() !== document.body.classList.contains("big")) setBig(bigInAddress());
+    if (langInAddress() && langInAddress() !== lang) setLang(langInAddress());
   });
   cursor = stepInAddress() ?? Math.max(0, Math.min(total - 1, DATA.start || 0));
   view = fullView();
@@ -714,6 +806,7 @@
     const pad = (x1 - x0) * 0.02 + 50;
     view = [x0 - pad, x1 + pad];
   }
+  applyTexts();
   show();
   if (bigInAddress()) setBig(true);
   document.body.dataset.ready = "true";

@@ -8,7 +8,6 @@ steps are columns of numbers rather than a list of objects.
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -68,17 +67,21 @@ def waits(recorder: Recorder) -> list[Wait]:
     return found
 
 
-def why(recorder: Recorder, index: int) -> str:
-    """Say why a step ran: what its actor waited for is done, or it is a first step."""
+def why(recorder: Recorder, index: int) -> tuple[str, str, str]:
+    """Say why a step ran: what its actor waited for is done, or it is a first step.
+
+    The sentence is the page's to write, in the reader's language (texts.json): this gives
+    its key in the table and what fills it in, the step's detail and what it waited for.
+    """
     step = recorder.steps[index]
     if recorder.package == "stage1_callbacks":
-        return f"{step.detail}: the loop runs the callback registered for it"
+        return "why.callback", step.detail, ""
     if step.first:
-        return "a new task: its first step was scheduled when it was created"
+        return "why.first", "", ""
     waited = step.waited[1] if step.waited else "a future"
     if recorder.package == "stage2_generators":
-        return f"it waited for {waited}; the Task resumes its coroutine with {step.detail}"
-    return f"it waited for {waited}; asyncio's Task resumes the coroutine"
+        return "why.resumed-with", step.detail, waited
+    return "why.resumed", "", waited
 
 
 def rows(recorder: Recorder) -> tuple[list[str], list[int]]:
@@ -127,7 +130,8 @@ def crawl_data(recorder: Recorder, note: str = "") -> dict[str, Any]:
     # counts (ready, timers, the next one due) change at nearly every step: columns.
     states: list[list[list[list[Any]]]] = []  # per state: its sockets, its waits
     state_ids: dict[tuple[Any, ...], int] = {}
-    names = ("t", "a", "what", "url", "why", "fr", "st", "ready", "timers", "next")
+    # "why" is a key of the page's table of texts, filled in with "wd" (detail), "ww" (waited).
+    names = ("t", "a", "what", "url", "why", "wd", "ww", "fr", "st", "ready", "timers", "next")
     columns: dict[str, list[int]] = {name: [] for name in names}
     for index, step in enumerate(recorder.steps):
         chain = chain_ids.get(step.frames)
@@ -150,7 +154,8 @@ def crawl_data(recorder: Recorder, note: str = "") -> dict[str, Any]:
         columns["a"].append(step.actor)
         columns["what"].append(text(step.what))
         columns["url"].append(text(step.url))
-        columns["why"].append(text(why(recorder, index)))
+        for name, value in zip(("why", "wd", "ww"), why(recorder, index), strict=True):
+            columns[name].append(text(value))
         columns["fr"].append(chain)
         columns["st"].append(seen)
         columns["ready"].append(state.ready)
@@ -189,25 +194,57 @@ def interesting_step(crawl: dict[str, Any]) -> int:
     return chosen
 
 
-def render(crawls: list[dict[str, Any]], heading: str, start: int = 0) -> str:
+#: The languages the page speaks: each has a table of every text the page shows a reader.
+LANGUAGES = ("en", "zh-CN")
+
+
+def texts() -> dict[str, dict[str, str]]:
+    """The page's texts: for each language, one table from key to text (texts.json)."""
+    table = resources.files("shared.tools.show") / "texts.json"
+    loaded: dict[str, dict[str, str]] = json.loads(table.read_text(encoding="utf-8"))
+    return loaded
+
+
+def render(
+    crawls: list[dict[str, Any]],
+    heading: dict[str, Any],
+    start: int = 0,
+    lang: str | None = None,
+) -> str:
     """The whole page, as one string of HTML; it opens at position ``start`` (from 0) of
-    all the crawls' steps in time order, unless its address names a step."""
+    all the crawls' steps in time order, unless its address names a step.
+
+    ``heading`` holds the facts the page's heading tells (see command.py); ``lang`` is the
+    language the page opens in, unless its address names one: without it, the browser's.
+    """
     assets = resources.files("shared.tools.show")
     template = (assets / "page.html").read_text(encoding="utf-8")
-    data = {"kinds": KINDS, "heading": heading, "crawls": crawls, "start": start}
+    data = {
+        "kinds": KINDS,
+        "heading": heading,
+        "crawls": crawls,
+        "start": start,
+        "lang": lang,
+        "texts": texts(),
+    }
     # "<" escaped everywhere, so that no text in the data can end the <script> element.
     payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
     return (
-        template.replace("{{title}}", html.escape(heading))
-        .replace("{{style}}", (assets / "page.css").read_text(encoding="utf-8"))
+        template.replace("{{style}}", (assets / "page.css").read_text(encoding="utf-8"))
         .replace("{{script}}", (assets / "page.js").read_text(encoding="utf-8"))
         .replace("{{data}}", payload)
     )
 
 
-def write(path: Path, crawls: list[dict[str, Any]], heading: str, start: int = 0) -> int:
+def write(
+    path: Path,
+    crawls: list[dict[str, Any]],
+    heading: dict[str, Any],
+    start: int = 0,
+    lang: str | None = None,
+) -> int:
     """Write the page to ``path`` (its folder is made); return its size in bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    page = render(crawls, heading, start).encode("utf-8")
+    page = render(crawls, heading, start, lang).encode("utf-8")
     path.write_bytes(page)
     return len(page)
