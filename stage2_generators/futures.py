@@ -92,6 +92,10 @@ class Future(Generic[T]):
             yield self  # suspends: the Task waits for this future, then resumes us here
         return self.result()
 
+    # Waiting inside an `async def`: `await future` runs the very generator of __iter__.
+    def __await__(self) -> Generator[Self, Any, T]:
+        return self.__iter__()  # `await future` is `yield from future` under a new name
+
     def _finish(self, state: str, result: T | None, exception: BaseException | None) -> None:
         if self.done():
             raise InvalidStateError(f"the future is already {self._state}")

@@ -26,10 +26,10 @@ class Task(Future[T]):
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
         self._waiting_on: Future[Any] | None = None
-        self._must_cancel = False
-        # How many cancel() calls are not taken back (cancelling()): a timeout takes back its
-        # timer's with uncancel(), so one left over means the task is cancelled from outside.
-        self._cancel_requests = 0
+        # A cancel() waiting for the next step to throw it in, and how many cancel() calls are
+        # not taken back (cancelling()): a timeout takes back its timer's with uncancel(), so
+        # one left over means the task is cancelled from outside.
+        self._must_cancel, self._cancel_requests = False, 0
         # The first step is scheduled, not run here: creating a task never runs its code
         # in the middle of the caller's code.
         get_running_loop().call_soon(self._step)

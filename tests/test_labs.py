@@ -56,7 +56,7 @@ from shared.trace import coroutine_chain
 from stage2_generators.crawler import Crawler as Stage2Crawler
 from stage2_generators.futures import Future
 from stage2_generators.loop import EventLoop
-from stage2_generators.tasks import Task
+from stage2_generators.tasks import Task, sleep
 
 ROOT = Path(__file__).resolve().parent.parent
 LABS = ROOT / "shared" / "tools" / "exercises" / "labs"
@@ -834,3 +834,51 @@ def test_lab8_the_tree_says_robots_txt_waits_to_read_and_worker0_waits_for_it(
         assert awaited.startswith("   * Task(name='worker-0'") and "Crawler.robots()" in awaited
         idle = tree[tree.index("* Task(name='worker-1'") :]
         assert "Queue.get()" in idle.split("\n* ")[0]
+
+
+# --- lab 9: await asyncio's sleep on our loop ---------------------------------------------
+
+
+def test_lab9_our_task_refuses_asyncios_bare_yield_and_asyncio_finds_no_loop(
+    tmp_path: Path,
+) -> None:
+    text = guide("09-await-asyncio-on-our-loop.md")
+    turn, timer = commands(text)
+    assert timer == [*turn, "0.5"]
+    code = applied_copy("09", tmp_path / "code")
+    with processes() as start:
+        ours = start(turn, tmp_path / "turn", code)
+        theirs = start(timer, tmp_path / "timer", code)
+        assert ours.wait() == 1, ours.stderr
+        assert theirs.wait() == 1, theirs.stderr
+    assert ours.stdout == "" and theirs.stdout == "", "neither run may print `slept ...`"
+    # sleep(0): asyncio yields a bare None, and our Task throws its error in at that yield.
+    assert ours.stderr.strip().splitlines()[-1] == (
+        "RuntimeError: a task may only yield Futures, not None"
+    )
+    names = frames(ours.stderr, "Traceback")
+    assert names[-3:] == ["nap", "sleep", "__sleep0"], names
+    assert "_step" in names
+    # sleep(0.5): asyncio asks for its own running loop before it yields anything.
+    assert theirs.stderr.strip().splitlines()[-1] == "RuntimeError: no running event loop"
+    assert frames(theirs.stderr, "Traceback")[-2:] == ["nap", "sleep"]
+
+
+def test_lab9_in_process_the_foreign_task_fails_and_a_neighbour_goes_on() -> None:
+    async def nap() -> str:
+        await asyncio.sleep(0)
+        return "slept"
+
+    def neighbour() -> Iterator[Future[None]]:
+        yield from sleep(0.01)
+        return "done"
+
+    loop = EventLoop()
+    try:
+        foreign, other = Task(nap()), Task(neighbour())
+        with pytest.raises(RuntimeError, match=r"^a task may only yield Futures, not None$"):
+            loop.run_until_complete(foreign)
+        assert foreign.done() and not foreign.cancelled()  # settled, not left half-run
+        assert loop.run_until_complete(other) == "done"
+    finally:
+        loop.close()

@@ -1,0 +1,261 @@
+"""Exercise s2-await: `await` on our own loop, with an `async def` copy of stage 2's crawler.
+
+Task 1 is `Future.__await__`, task 2 and task 3 are `Task._step` (see
+shared/tools/exercises/s2-await/README.md): task 2 drives an `async def` coroutine, task 3
+cancels one and refuses what is not our Future, and runs the `async def` crawler of
+stage2_await.py on stage 2's loop to the oracle's pages. Each test drives a fresh stage 2
+EventLoop for a limited time, so a lost wake-up fails a test instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import traceback
+from typing import Any
+
+import pytest
+from stage2_await import AsyncCrawler, wait
+from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+
+from shared.crawling import Options
+from shared.observe import watching
+from shared.testsite import Site, serve
+from shared.testsite.oracle import assert_matches_oracle
+from shared.trace import Tracer
+from stage2_generators.futures import CancelledError, Future
+from stage2_generators.loop import EventLoop
+from stage2_generators.queues import Queue
+from stage2_generators.tasks import Task, sleep, timeout
+
+CRAWL_LIMIT_S = 30.0  # the default site takes one or two seconds
+
+
+async def waiter(fut: Future[Any]) -> Any:
+    """The smallest `async def` that waits for a future."""
+    return await fut
+
+
+def finish(coro: Any, value: Any = None) -> Any:
+    """Resume a coroutine by hand; return what it returned (it must return, not pause)."""
+    with pytest.raises(StopIteration) as stop:
+        coro.send(value)
+    return stop.value.value
+
+
+# --- Task 1: Future.__await__ ------------------------------------------------------------------
+
+
+@pytest.mark.task(taskno=1)
+def test_await_pauses_at_a_pending_future_and_returns_its_result(loop: EventLoop) -> None:
+    """`await fut` hands the future itself up to whoever drives the coroutine, then its result."""
+    fut: Future[int] = Future()
+    coro = waiter(fut)
+    try:
+        yielded = coro.send(None)
+    except StopIteration:
+        pytest.fail("`await` must pause at a pending future: the coroutine returned at once")
+    assert yielded is fut, f"`await` must pause at a pending future and yield it, not {yielded!r}"
+    fut.set_result(42)
+    assert finish(coro) == 42, "after the pause, `await` returns the future's result"
+
+
+@pytest.mark.task(taskno=1)
+def test_await_does_not_pause_at_a_done_future(loop: EventLoop) -> None:
+    """A future that is done already gives its result at once (footnote 12, as yield from)."""
+    fut: Future[str] = Future()
+    fut.set_result("ready")
+    coro = waiter(fut)
+    try:
+        value = finish(coro)
+    except pytest.fail.Exception:
+        coro.close()
+        pytest.fail("a done future must not pause its waiter: `await` yielded it")
+    assert value == "ready", f"`await` on a done future must give its result, not {value!r}"
+
+
+@pytest.mark.task(taskno=1)
+def test_await_raises_the_futures_exception_at_the_await(loop: EventLoop) -> None:
+    """A failed future raises its exception where the coroutine awaits it."""
+    fut: Future[int] = Future()
+    fut.set_exception(ValueError("bad page"))
+    with pytest.raises(ValueError, match="bad page"):
+        waiter(fut).send(None)
+
+
+@pytest.mark.task(taskno=1)
+def test_await_runs_the_same_generator_as_yield_from(loop: EventLoop) -> None:
+    """`await fut` is `yield from fut` under a new name: __await__ gives Future.__iter__'s."""
+    fut: Future[int] = Future()
+    it = fut.__await__()
+    code = getattr(it, "gi_code", None)
+    assert code is Future.__iter__.__code__, (
+        "__await__ must give the generator of __iter__ (the same code), not one of its own"
+    )
+
+
+# --- Task 2: Task._step drives an async def ----------------------------------------------------
+
+
+@pytest.mark.task(taskno=2)
+def test_a_task_runs_an_async_def_to_its_return_value(loop: EventLoop) -> None:
+    """A Task sends each awaited future's value in, and resolves itself with the return."""
+    first: Future[int] = Future()
+    second: Future[int] = Future()
+
+    async def add() -> int:
+        return await first + await second
+
+    loop.call_later(0.01, first.set_result, 2)
+    loop.call_later(0.02, second.set_result, 3)
+    task = Task(add())
+    assert task.name == "add", "a task takes its coroutine's name"
+    total = run(loop, task)
+    assert total == 5, f"the task must return what its async def returned (5), not {total!r}"
+
+
+@pytest.mark.task(taskno=2)
+def test_an_async_def_awaits_a_task_and_stage_2s_generators(loop: EventLoop) -> None:
+    """A Task is a Future, so awaitable; a generator coroutine is awaited through wait()."""
+    q: Queue[str] = Queue()
+
+    async def producer() -> str:
+        await wait(sleep(0.01))
+        q.put_nowait("page")
+        return "produced"
+
+    async def consumer() -> tuple[str, str]:
+        child = Task(producer())
+        item = await wait(q.get())
+        return item, await child
+
+    got = run(loop, consumer())
+    assert got == ("page", "produced"), f"await wait(q.get()), then await the task: {got!r}"
+
+
+@pytest.mark.task(taskno=2)
+def test_a_failed_future_raises_at_the_await_inside_the_task(loop: EventLoop) -> None:
+    """The Task throws a failed future's exception in: an `except` at the await catches it."""
+    fut: Future[int] = Future()
+    loop.call_later(0.01, fut.set_exception, ConnectionResetError("reset"))
+
+    async def careful() -> str:
+        try:
+            await fut
+        except ConnectionResetError as exc:
+            return f"caught {exc}"
+        return "not caught"
+
+    assert run(loop, careful()) == "caught reset", "the exception must land at the await"
+
+
+@pytest.mark.task(taskno=2)
+def test_an_exception_leaving_the_async_def_fails_its_task(loop: EventLoop) -> None:
+    """The task is settled with what its coroutine raised, and its traceback shows the line."""
+
+    async def broken() -> None:
+        await wait(sleep(0.01))
+        raise KeyError("no such page")
+
+    task = Task(broken())
+    with pytest.raises(KeyError):
+        run(loop, task)
+    error = task.exception()
+    assert isinstance(error, KeyError), f"the task must fail with KeyError, not {error!r}"
+    names = [frame.name for frame in traceback.extract_tb(error.__traceback__)]
+    assert "broken" in names, f"the traceback must show the async def, not only {names}"
+
+
+# --- Task 3: cancelled, refused, and a whole crawl -----------------------------------------------
+
+
+@pytest.mark.task(taskno=3)
+def test_cancel_lands_at_the_await_and_the_task_is_cancelled(loop: EventLoop) -> None:
+    """cancel() throws CancelledError in at the await; the task counts as cancelled."""
+    cleaned: list[str] = []
+
+    async def forever() -> None:
+        try:
+            await Future()
+        finally:
+            cleaned.append("finally ran")
+
+    task = Task(forever())
+    loop.call_later(0.01, task.cancel)
+    with pytest.raises(CancelledError):
+        run(loop, task)
+    assert cleaned == ["finally ran"], "cancel must land at the await, so finally blocks run"
+    assert task.cancelled(), "the task should be cancelled, not failed"
+
+
+@pytest.mark.task(taskno=3)
+def test_timeout_works_around_an_await(loop: EventLoop) -> None:
+    """stage 2's timeout() cancels the task running an async def, and says TimeoutError."""
+
+    async def slow() -> str:
+        try:
+            with timeout(0.02):
+                await Future()
+        except TimeoutError:
+            return "timed out"
+        return "never"
+
+    said = run(loop, slow())
+    assert said == "timed out", f"timeout() must end the await with TimeoutError, not {said!r}"
+
+
+@pytest.mark.task(taskno=3)
+def test_awaiting_asyncios_sleep_is_refused_with_what_was_yielded(loop: EventLoop) -> None:
+    """asyncio.sleep(0) yields a bare None: our Task throws it back in, naming it."""
+
+    async def foreign() -> None:
+        await asyncio.sleep(0)
+
+    task = Task(foreign())
+    try:
+        run(loop, task)
+    except RuntimeError as error:
+        assert str(error) == "a task may only yield Futures, not None", (
+            f"the task must refuse what is not our Future by name, not say {error}"
+        )
+    else:
+        pytest.fail("the error must be thrown in at asyncio's yield: the coroutine went on")
+    names = [frame.name for frame in traceback.extract_tb(task.exception().__traceback__)]
+    assert "foreign" in names and "sleep" in names, f"the error lands at the await: {names}"
+
+
+@pytest.mark.task(taskno=3)
+def test_the_async_crawler_finds_the_oracles_pages(
+    loop: EventLoop, default_site: tuple[Site, str]
+) -> None:
+    """The `async def` crawler on our loop: every URL and record as the oracle says."""
+    site, base_url = default_site
+    crawler = AsyncCrawler([base_url])
+    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
+    assert_matches_oracle(crawler.result(), site.expected(base_url))
+
+
+@pytest.mark.task(taskno=3)
+def test_the_async_crawler_fetches_side_by_side(loop: EventLoop) -> None:
+    """Four `async def` workers keep four fetches in flight, as the server sees it."""
+    site = Site(pages=40, traps=False, latency=0.05)
+    with serve(site) as base_url:
+        crawler = AsyncCrawler([base_url], Options(max_tasks=4))
+        run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
+        assert site.max_in_flight == 4, f"{site.max_in_flight} fetches at once, not 4"
+    assert_matches_oracle(crawler.result(), site.expected(base_url))
+
+
+@pytest.mark.task(taskno=3)
+def test_the_trace_follows_each_step_down_the_chain_of_awaits(loop: EventLoop) -> None:
+    """With someone watching (--trace), each step names the chain it resumes, as stage 2's."""
+    site = Site(pages=3, traps=False)
+    out = io.StringIO()
+    with serve(site) as base_url, watching(Tracer(out)):  # what --trace does
+        crawler = AsyncCrawler([base_url], Options(max_tasks=2, ignore_robots=True))
+        loop.observer = crawler.observer
+        run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
+    assert_matches_oracle(crawler.result(), site.expected(base_url, ignore_robots=True))
+    chains = [line.split()[2] for line in out.getvalue().splitlines() if len(line.split()) > 2]
+    reading = "work>fetch>request>wait>sock_recv>_when_ready"
+    assert reading in chains, f"no step resumed {reading}; the steps: {sorted(set(chains))}"
