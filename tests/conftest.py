@@ -10,6 +10,7 @@ import contextlib
 import faulthandler
 import importlib
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -157,12 +158,22 @@ def lingering_tls_server(test_ca: ServerTLS) -> Iterator[str]:
 
 
 HANG_LIMIT_S = 120  # far above any test's time: only a hang ever reaches it
+_hang_report: list[Any] = []  # where a hang's tracebacks go: the terminal, not a capture
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep a handle on the real stderr while pytest is not capturing it yet.
+
+    During a test, sys.stderr and even file descriptor 2 are pytest's capture, which is
+    lost when the hang guard ends the process: its tracebacks must go around it.
+    """
+    _hang_report.append(os.fdopen(os.dup(2), "w", closefd=True))
 
 
 @pytest.fixture(autouse=True)
 def no_hangs() -> Iterator[None]:
     """Kill the run with every thread's traceback if one test hangs, rather than stall CI."""
-    faulthandler.dump_traceback_later(HANG_LIMIT_S, exit=True)
+    faulthandler.dump_traceback_later(HANG_LIMIT_S, exit=True, file=_hang_report[0])
     yield
     faulthandler.cancel_dump_traceback_later()
 

@@ -87,10 +87,12 @@ def test_a_flood_over_https_ends_at_its_timeout_too(stage: ModuleType, test_ca: 
     with serve(site, tls=test_ca) as base_url:
         flood, page = base_url + ENDLESS["interim-flood"].lstrip("/"), base_url + "wide/0"
         result, took = timed_crawl(stage, [flood, page], options)
+        ends = dict(held(site, 1))
     records = result.by_url()
     assert records[page].status == 200 and records[page].error is None, records[page]
     assert "Timeout" in (records[flood].error or ""), records[flood].error
     assert took[flood] <= TIMEOUT_S + MARGIN_S, took
+    assert ends[ENDLESS["interim-flood"]] <= TIMEOUT_S + MARGIN_S, ends  # the site saw it go
 
 
 def test_a_fetch_ends_within_its_tries_times_timeout_and_delay(stage: ModuleType) -> None:
