@@ -12,6 +12,7 @@ from shared import USER_AGENT
 from shared.cli import parse_args
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
 from shared.links import parse_links
+from shared.log import Record
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
@@ -479,10 +480,10 @@ def test_ssl_context_verifies_unless_insecure() -> None:
     assert ssl_context() is strict  # built once per process
 
 
-def test_insecure_logs_a_warning_when_the_crawl_starts(caplog: pytest.LogCaptureFixture) -> None:
+def test_insecure_logs_a_warning_when_the_crawl_starts(logged: list[Record]) -> None:
     BaseCrawler(["https://h/"], Options(insecure=True))
-    [record] = caplog.records
-    assert record.levelname == "WARNING" and "NOT verified" in record.getMessage()
+    [record] = logged
+    assert record.level_name == "WARNING" and "NOT verified" in record.message
 
 
 @pytest.mark.parametrize(
