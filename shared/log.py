@@ -12,7 +12,7 @@ traceback of an exception.  That much fits here::
     LOGGER.info("redirect to %r from %r", new_url, url)  # INFO crawler: redirect to '...
     LOGGER.error("while fetching %r", url, exc_info=exc)  # ERROR crawler: ..., a traceback
 
-The calls are ``logging``'s, so the code reads the same as code that logs.  Stage 3's
+The calls are those of ``logging.Logger``, so the crawler reads as any code that logs.  Stage 3's
 messages take this way too, so that all three stages print alike; asyncio and aiohttp,
 which do log with ``logging``, are configured in shared/cli.py.
 """
