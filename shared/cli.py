@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-from shared import interrupt, tasktree
+from shared import STAGES, interrupt, log, tasktree
 from shared.crawling import Options, root_url
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, report, write_json
@@ -177,17 +176,23 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
     return args, options
 
 
-def configure_logging(verbose: int, quiet: bool) -> None:
+def configure_logging(verbose: int, quiet: bool, *, libraries: bool = False) -> None:
     """Map -v/-q to log levels: warnings by default, -v info, -vv debug, -q errors only.
 
-    The built-in test site's server logs a line per request it answers
-    (``aiohttp.access``, even under stages 1 and 2): only -vv shows those.
+    The crawler's own messages go through shared/log.py.  The standard library's
+    ``logging`` is set up too only with ``libraries``, when something in the process logs
+    with it: stage 3's asyncio and aiohttp, or the built-in test site's server, which logs
+    a line per request it answers (``aiohttp.access``: only -vv shows those).  A crawl of
+    stage 1 or 2 never imports ``logging``, nor the ``threading`` it brings.
     """
-    levels = [logging.WARNING, logging.INFO, logging.DEBUG]
-    level = logging.ERROR if quiet else levels[min(verbose, 2)]
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    access_log = logging.getLogger("aiohttp.access")
-    access_log.setLevel(logging.NOTSET if verbose >= 2 else logging.WARNING)  # NOTSET: as root
+    level = log.ERROR if quiet else [log.WARNING, log.INFO, log.DEBUG][min(verbose, 2)]
+    log.set_level(level)
+    if libraries:
+        import logging  # here, not at the top: see shared/log.py
+
+        logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+        access_log = logging.getLogger("aiohttp.access")
+        access_log.setLevel(logging.NOTSET if verbose >= 2 else logging.WARNING)  # as root
 
 
 @contextlib.contextmanager
@@ -225,7 +230,9 @@ def write_trace_events(trace: TraceEvents, path: str, quiet: bool) -> None:
 def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     """Run a stage's ``crawl`` from the command line; return the exit status."""
     args, options = parse_args(f"python -m {stage}", argv)
-    configure_logging(args.verbose, args.quiet)
+    # No ROOT: the built-in test site is served from this process, and logs with `logging`.
+    libraries = not args.roots or stage == STAGES["stage3"]
+    configure_logging(args.verbose, args.quiet, libraries=libraries)
     # --trace and --timeline watch the crawl (shared/observe.py); without them nobody does.
     timeline = Timeline() if args.timeline else None
     observers: list[Observer] = [Tracer()] if args.trace else []

@@ -17,7 +17,6 @@ what a crawl returns (defined in shared/responses.py and shared/report.py).
 
 from __future__ import annotations
 
-import logging
 import ssl
 import sys
 import time
@@ -29,6 +28,7 @@ from typing import ClassVar
 
 from shared import observe
 from shared.links import parse_links
+from shared.log import Logger
 from shared.report import CrawlResult, FetchStatistic, Progress
 from shared.resolver import Resolver
 from shared.responses import (
@@ -57,7 +57,7 @@ __all__ = [
     "root_url",
 ]
 
-LOGGER = logging.getLogger("crawler")
+LOGGER = Logger("crawler")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,15 +9,15 @@ business; everything else is decided here.
 
 from __future__ import annotations
 
-import logging
 from urllib.parse import urlsplit, urlunsplit
 from urllib.robotparser import RobotFileParser
 
 from shared import USER_AGENT
+from shared.log import Logger
 from shared.report import FetchStatistic
 from shared.responses import Response
 
-LOGGER = logging.getLogger("crawler")
+LOGGER = Logger("crawler")
 
 #: The error of the record a URL gets when robots.txt forbids it.
 DISALLOWED = "disallowed by robots.txt"

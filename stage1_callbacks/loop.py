@@ -11,16 +11,16 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
-import logging
 import selectors
 import socket
 import time
 from collections.abc import Callable
 from typing import Any
 
+from shared.log import Logger
 from shared.observe import Observer
 
-LOGGER = logging.getLogger(__name__)
+LOGGER = Logger(__name__)
 
 Callback = Callable[..., object]
 #: Called as ``handler(exc, callback)`` when a callback raises; see :class:`EventLoop`.

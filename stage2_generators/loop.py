@@ -7,7 +7,6 @@
 
 import heapq
 import itertools
-import logging
 import socket
 import time
 from collections import deque
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
 from typing import TYPE_CHECKING, Any
 
+from shared.log import Logger
 from shared.observe import Observer
 
 # Imported for the type checker only (futures.py imports this module), so run_until_complete's
@@ -23,7 +23,7 @@ from shared.observe import Observer
 if TYPE_CHECKING:
     from .futures import Coroutine, Future, T
 
-LOGGER = logging.getLogger(__name__)
+LOGGER = Logger(__name__)
 Callback = Callable[..., object]
 
 

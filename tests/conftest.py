@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from shared import STAGES as ALL_STAGES
+from shared import log
 from shared.crawling import Options
 from shared.testsite import ServerTLS, Site, local_tls, serve
 
@@ -176,6 +177,32 @@ def no_hangs() -> Iterator[None]:
     faulthandler.dump_traceback_later(HANG_LIMIT_S, exit=True, file=_hang_report[0])
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture(autouse=True)
+def log_level_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts at the crawler's default log level, whatever a command line run
+    in an earlier test set (shared/cli.py's configure_logging sets it for the process)."""
+    monkeypatch.setattr(log, "threshold", log.threshold)
+
+
+@pytest.fixture
+def logged(monkeypatch: pytest.MonkeyPatch) -> list[log.Record]:
+    """The crawler's messages during the test (shared/log.py), every level, in order.
+
+    Those the default level shows are still printed, so a failed test's report has them.
+    """
+    records: list[log.Record] = []
+    shown = log.threshold
+
+    def keep(record: log.Record) -> None:
+        records.append(record)
+        if record.level >= shown:
+            log.write(record)
+
+    monkeypatch.setattr(log, "threshold", log.DEBUG)
+    monkeypatch.setattr(log, "handler", keep)
+    return records
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import dataclasses
 import gc
 import itertools
 import json
-import logging
 import os
 import statistics
 import subprocess
@@ -25,6 +24,7 @@ import pytest
 
 from shared import USER_AGENT
 from shared.crawling import Options
+from shared.log import WARNING, Record
 from shared.observe import watching
 from shared.robots import DISALLOWED as DISALLOWED_ERROR
 from shared.testsite import (
@@ -296,15 +296,14 @@ def test_a_certificate_that_does_not_verify_is_an_error_record(
 def test_insecure_crawls_it_all_the_same_and_says_so(
     stage: ModuleType,
     untrusted_site: tuple[Site, str, Options],
-    caplog: pytest.LogCaptureFixture,
+    logged: list[Record],
 ) -> None:
     site, base_url, _ = untrusted_site
     site.reset()
-    with caplog.at_level(logging.WARNING, logger="crawler"):
-        result = stage.crawl([base_url], Options(insecure=True))
+    result = stage.crawl([base_url], Options(insecure=True))
     assert_matches_oracle(result, site.expected(base_url))
-    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("--insecure" in r.getMessage() for r in warnings)
+    warnings = [r for r in logged if r.level == WARNING and r.name == "crawler"]
+    assert any("--insecure" in r.message for r in warnings)
 
 
 # --- robots.txt ------------------------------------------------------------------------

@@ -5,13 +5,15 @@ from __future__ import annotations
 import io
 import json
 import ssl
+import sys
 
 import pytest
 
-from shared import USER_AGENT
-from shared.cli import parse_args
+from shared import USER_AGENT, log
+from shared.cli import configure_logging, parse_args
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
 from shared.links import parse_links
+from shared.log import Record
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
@@ -479,10 +481,10 @@ def test_ssl_context_verifies_unless_insecure() -> None:
     assert ssl_context() is strict  # built once per process
 
 
-def test_insecure_logs_a_warning_when_the_crawl_starts(caplog: pytest.LogCaptureFixture) -> None:
+def test_insecure_logs_a_warning_when_the_crawl_starts(logged: list[Record]) -> None:
     BaseCrawler(["https://h/"], Options(insecure=True))
-    [record] = caplog.records
-    assert record.levelname == "WARNING" and "NOT verified" in record.getMessage()
+    [record] = logged
+    assert record.level_name == "WARNING" and "NOT verified" in record.message
 
 
 @pytest.mark.parametrize(
@@ -663,3 +665,55 @@ def test_crawler_with_progress_draws_on_stderr(capsys: pytest.CaptureFixture[str
     crawler.record_response("http://h/", 10, page("<a href=/a>"), 1)
     crawler.result()
     assert "done 1  queued 1  in flight 0" in capsys.readouterr().err
+
+
+# --- the crawler's messages (shared/log.py) ------------------------------------------------
+
+
+class Loud:
+    """An argument that counts how often a message formats it."""
+
+    def __init__(self) -> None:
+        self.formatted = 0
+
+    def __repr__(self) -> str:
+        self.formatted += 1
+        return "<loud>"
+
+
+def test_messages_below_the_level_are_dropped_before_they_are_formatted(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    logger, loud = log.Logger("crawler"), Loud()
+    configure_logging(verbose=1, quiet=False)  # -v: INFO and above
+    logger.debug("skipping %r", loud)
+    assert loud.formatted == 0 and capsys.readouterr().err == ""
+    logger.info("redirect to %r", loud)
+    assert loud.formatted == 1
+    assert capsys.readouterr().err == "INFO crawler: redirect to <loud>\n"
+    configure_logging(verbose=0, quiet=True)  # -q: errors only
+    logger.warning("not shown")
+    logger.error("shown, %d%% sure", 100)
+    assert capsys.readouterr().err == "ERROR crawler: shown, 100% sure\n"
+
+
+def test_an_error_is_printed_with_its_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        {}["missing"]
+    except KeyError as exc:
+        log.Logger("stage1_callbacks.loop").error("exception in callback %r", "f", exc_info=exc)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "ERROR stage1_callbacks.loop: exception in callback 'f'"
+    assert lines[1] == "Traceback (most recent call last):"
+    assert lines[-1] == "KeyError: 'missing'"
+
+
+def test_a_message_stderr_cannot_take_is_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader of stderr gone (`2>&1 | head`) costs the crawl nothing, as with logging."""
+
+    class Gone(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+    monkeypatch.setattr(sys, "stderr", Gone())
+    log.Logger("crawler").error("lost")  # no exception

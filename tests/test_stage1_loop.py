@@ -8,7 +8,6 @@ robots.txt, to keep to one socket per URL; tests/test_crawl.py checks robots.txt
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import selectors
 import socket
@@ -22,6 +21,7 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import Options
+from shared.log import ERROR, Record
 from shared.testsite import ServerTLS, Site, serve
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Crawler, Fetcher
@@ -195,7 +195,7 @@ def test_an_exception_in_a_callback_goes_to_the_handler_with_that_callback() -> 
 
 
 def test_the_default_handler_logs_a_traceback_that_starts_in_the_loop(
-    caplog: pytest.LogCaptureFixture,
+    logged: list[Record],
 ) -> None:
     loop = EventLoop()
 
@@ -204,12 +204,11 @@ def test_the_default_handler_logs_a_traceback_that_starts_in_the_loop(
 
     loop.call_soon(bad)
     loop.call_later(0.01, lambda: None)
-    with caplog.at_level(logging.ERROR):
-        loop.run_until(lambda: bool(caplog.records))
+    loop.run_until(lambda: bool(logged))
     loop.close()
-    [record] = caplog.records
-    assert record.exc_info is not None
-    frames = [frame.name for frame in traceback.extract_tb(record.exc_info[2])]
+    [record] = logged
+    assert record.level == ERROR and record.exc is not None
+    frames = [frame.name for frame in traceback.extract_tb(record.exc.__traceback__)]
     # Stack ripping: the loop and the callback, and nothing of whoever scheduled it.
     assert frames == ["_run", "bad"]
 
@@ -329,7 +328,7 @@ def test_a_request_bigger_than_the_socket_buffer_is_sent_in_pieces(
 
 
 def test_an_exception_in_a_callback_is_recorded_for_its_url_and_the_crawl_goes_on(
-    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch, logged: list[Record]
 ) -> None:
     pages = {"/": links("/a", "/b", "/c"), "/a": links("/e"), "/b": links("/d")}
     original = Crawler.parse_links
@@ -340,10 +339,7 @@ def test_an_exception_in_a_callback_is_recorded_for_its_url_and_the_crawl_goes_o
         return original(self, url, text)
 
     monkeypatch.setattr(Crawler, "parse_links", parse_links)
-    with (
-        raw_server(lambda path: pages.get(path, page("<p>leaf</p>"))) as base,
-        caplog.at_level(logging.ERROR),
-    ):
+    with raw_server(lambda path: pages.get(path, page("<p>leaf</p>"))) as base:
         result = stage1_callbacks.crawl([base], NO_ROBOTS)
     by_path = {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
     assert set(by_path) == {"/", "/a", "/b", "/c", "/e"}  # /d only /b links to
@@ -354,9 +350,9 @@ def test_an_exception_in_a_callback_is_recorded_for_its_url_and_the_crawl_goes_o
     assert_all_closed(loops[0])
     # Stack ripping: the traceback begins in the loop and shows the callback chain
     # from the readable socket on, but nothing of work() or fetch(), which began it.
-    [logged] = [r for r in caplog.records if r.getMessage().startswith("while fetching")]
-    assert logged.exc_info is not None
-    frames = [frame.name for frame in traceback.extract_tb(logged.exc_info[2])]
+    [error] = [r for r in logged if r.message.startswith("while fetching")]
+    assert error.level == ERROR and error.exc is not None
+    frames = [frame.name for frame in traceback.extract_tb(error.exc.__traceback__)]
     assert frames[:2] == ["_run", "_on_readable"]
     assert "work" not in frames and "fetch" not in frames
 

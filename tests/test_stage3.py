@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import traceback
 from collections.abc import AsyncIterator
 
@@ -13,6 +12,7 @@ from aiohttp import web
 
 import stage3_asyncio.crawler as stage3
 from shared.crawling import Options
+from shared.log import Record
 from stage3_asyncio import Crawler
 
 
@@ -67,7 +67,7 @@ async def test_request_stops_reading_past_the_size_cap(
 
 @pytest.mark.asyncio
 async def test_a_bug_is_recorded_with_the_whole_coroutine_chain_and_the_crawl_goes_on(
-    base_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    base_url: str, monkeypatch: pytest.MonkeyPatch, logged: list[Record]
 ) -> None:
     crawler = Crawler([base_url])
     original = crawler.parse_links
@@ -78,13 +78,12 @@ async def test_a_bug_is_recorded_with_the_whole_coroutine_chain_and_the_crawl_go
         return original(url, text)
 
     monkeypatch.setattr(crawler, "parse_links", parse_links)
-    with caplog.at_level(logging.ERROR):
-        await crawler.crawl()
+    await crawler.crawl()
     stats = {s.url: s for s in crawler.done}
     assert stats[base_url + "b"].error == "ValueError: parse error"
     assert base_url + "a" in stats and base_url + "c" not in stats  # /c was only linked from /b
-    (record,) = [r for r in caplog.records if r.exc_info]
-    assert record.exc_info is not None
-    frames = [frame.name for frame in traceback.extract_tb(record.exc_info[2])]
+    (record,) = [r for r in logged if r.exc]
+    assert record.exc is not None
+    frames = [frame.name for frame in traceback.extract_tb(record.exc.__traceback__)]
     # No stack ripping: the traceback runs from the worker down to the failing parser.
     assert frames[:2] == ["work", "fetch"] and frames[-1] == "parse_links"

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
 
+from shared import log
 from stage2_generators.futures import Coroutine, Future
 from stage2_generators.loop import EventLoop
 from stage2_generators.tasks import Task
@@ -24,6 +24,7 @@ from stage2_generators.tasks import Task
 T = TypeVar("T")
 E = TypeVar("E", bound=BaseException)
 LIMIT_S = 5.0  # far above what any test of a framework piece needs
+LOOP_LOGGER = "stage2_generators.loop"  # the name the loop logs under (its module's)
 
 
 @pytest.fixture(name="loop")
@@ -40,17 +41,23 @@ def loop_fixture() -> Iterator[EventLoop]:
     gc.collect()
 
 
-class LoopErrors(logging.Handler):
-    """Collects what the loop logs while attached: exceptions that escaped its callbacks."""
+class LoopErrors:
+    """Collects what the loop logs while attached: exceptions that escaped its callbacks.
+
+    Attached as the handler of the crawler's messages (shared/log.py), it sees each record
+    first and hands it on to the handler it replaced, so every message is still printed.
+    """
 
     def __init__(self) -> None:
-        super().__init__(logging.ERROR)
+        """Start with no errors, and remember the handler to hand records on to."""
         self.errors: list[BaseException] = []
+        self.handed_on = log.handler
 
-    def emit(self, record: logging.LogRecord) -> None:
-        """Keep the exception of a logged record."""
-        if record.exc_info and record.exc_info[1] is not None:
-            self.errors.append(record.exc_info[1])
+    def __call__(self, record: log.Record) -> None:
+        """Keep the exception of an error the loop logged; hand the record on."""
+        if record.name == LOOP_LOGGER and record.level >= log.ERROR and record.exc is not None:
+            self.errors.append(record.exc)
+        self.handed_on(record)
 
     def first(self) -> str:
         """The first exception, as the start of a failure message ("" if there is none)."""
@@ -77,8 +84,7 @@ def run(
     future = work if isinstance(work, Future) else Task(work)
     deadline = time.monotonic() + limit
     errors = LoopErrors()
-    logger = logging.getLogger("stage2_generators.loop")
-    logger.addHandler(errors)
+    log.handler = errors
     try:
         while not future.done():
             left = deadline - time.monotonic()
@@ -99,7 +105,7 @@ def run(
                 if watchdog is not None:
                     watchdog.cancel()
     finally:
-        logger.removeHandler(errors)
+        log.handler = errors.handed_on
     return future.result()
 
 

@@ -13,7 +13,6 @@ a bug is planted in the crawler with monkeypatch.
 from __future__ import annotations
 
 import contextlib
-import logging
 import socket
 import threading
 import traceback
@@ -25,6 +24,7 @@ import pytest
 
 import stage1_callbacks
 from shared.crawling import Options
+from shared.log import ERROR, Record
 from shared.report import CrawlResult, FetchStatistic
 from shared.resolver import Resolver
 from shared.testsite import Site
@@ -249,27 +249,18 @@ def test_fail_on_records_the_error_and_the_crawl_goes_on(default_site: tuple[Sit
 
 @pytest.mark.task(taskno=2)
 def test_the_error_is_logged_with_its_url_and_its_traceback(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    monkeypatch: pytest.MonkeyPatch, logged: list[Record]
 ) -> None:
     """The log names the URL and carries the traceback, which begins in the loop."""
     plant_parse_bug(monkeypatch, "/b")
-    with (
-        raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base,
-        caplog.at_level(logging.ERROR),
-    ):
+    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         stage1_callbacks.crawl([base], OPTIONS)
-    logged = [
-        record
-        for record in caplog.records
-        if record.exc_info and isinstance(record.exc_info[1], RuntimeError)
-    ]
-    assert logged, "no error was logged with the exception (exc_info=exc)"
-    [record] = logged
-    assert base + "b" in record.getMessage(), "the message names the URL that failed"
-    assert record.exc_info is not None, (
-        "the error was logged without its traceback: pass exc_info=exc"
-    )
-    frames = [frame.name for frame in traceback.extract_tb(record.exc_info[2])]
+    errors = [r for r in logged if r.level >= ERROR and isinstance(r.exc, RuntimeError)]
+    assert errors, "no error was logged with the exception (exc_info=exc)"
+    [record] = errors
+    assert base + "b" in record.message, "the message names the URL that failed"
+    assert record.exc is not None, "the error was logged without its traceback: pass exc_info=exc"
+    frames = [frame.name for frame in traceback.extract_tb(record.exc.__traceback__)]
     # Stack ripping: the loop ran a callback; nothing of work() or fetch(), which began it.
     assert frames[0] == "_run", f"the traceback starts in {frames[0]}, not in the loop's _run"
     assert "work" not in frames and "fetch" not in frames, (

@@ -88,7 +88,7 @@ class Crawler(BaseCrawler):
                 with self.lock:
                     if not self.stopping:
                         self.record_failure(item[0], 1, exc)
-                LOGGER.exception("while fetching %r", item[0])
+                LOGGER.error("while fetching %r", item[0], exc_info=exc)
             finally:
                 self.q.task_done()
 

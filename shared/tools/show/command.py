@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, options = parse_args("nox -s show -- STAGE", crawl_arguments(own, rest))
     if args.roots:
         parser.error(f"show crawls the built-in test site only, not {' '.join(args.roots)}")
-    configure_logging(args.verbose, args.quiet)
+    configure_logging(args.verbose, args.quiet, libraries=True)  # the site's server logs
     options = replace(options, progress=False)  # the progress line would mix with the trace
     packages = list(STAGES.values()) if own.stage == "all" else [STAGES[own.stage]]
     out = Path(own.out or f"out/show-{own.stage}.html")

@@ -1,0 +1,109 @@
+"""The crawler's messages, ``LEVEL name: message`` on stderr, without the ``logging`` module.
+
+Why not the standard library's ``logging``: importing it imports ``threading`` (its
+handlers guard their output with locks), in every Python version.  Stages 1 and 2 show
+that one thread and a hand-made event loop are enough, so their process should load no
+thread machinery at all (tests/test_lesson.py checks it).  And the crawler needs little
+of ``logging``: four levels, one threshold set once by the command line (``-q``, ``-v``,
+``-vv``: shared/cli.py), a message %-formatted only if it will be shown, and the
+traceback of an exception.  That much fits here::
+
+    LOGGER = Logger("crawler")
+    LOGGER.info("redirect to %r from %r", new_url, url)  # INFO crawler: redirect to '...
+    LOGGER.error("while fetching %r", url, exc_info=exc)  # ERROR crawler: ..., a traceback
+
+The calls are those of ``logging.Logger``, so the crawler reads as any code that logs.  Stage 3's
+messages take this way too, so that all three stages print alike; asyncio and aiohttp,
+which do log with ``logging``, are configured in shared/cli.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: The levels, numbered as ``logging`` numbers them.
+DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40
+LEVEL_NAMES = {DEBUG: "DEBUG", INFO: "INFO", WARNING: "WARNING", ERROR: "ERROR"}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One message: its level, who said it, its text (formatted), and its exception if any."""
+
+    level: int
+    name: str
+    message: str
+    exc: BaseException | None = None
+
+    @property
+    def level_name(self) -> str:
+        """The level's name, as printed: ``"WARNING"``."""
+        return LEVEL_NAMES[self.level]
+
+    def __str__(self) -> str:
+        """The record as printed: ``LEVEL name: message``, then the exception's traceback."""
+        text = f"{self.level_name} {self.name}: {self.message}"
+        if self.exc is not None:
+            text += "\n" + "".join(traceback.format_exception(self.exc)).rstrip("\n")
+        return text
+
+
+def write(record: Record) -> None:
+    """Print a record on stderr, in one write so two threads' records do not interleave.
+
+    A stderr that cannot take it (its reader gone) costs the crawl nothing, as with
+    ``logging``: the message is dropped.
+    """
+    with contextlib.suppress(OSError):
+        sys.stderr.write(f"{record}\n")
+
+
+#: Records below this level are dropped before they are formatted: see set_level.
+threshold = WARNING
+#: What is done with a record: printed.  A test may put another function here to keep them.
+handler: Callable[[Record], None] = write
+
+
+def set_level(level: int) -> None:
+    """Show the messages of ``level`` and above from now on (the command line's choice)."""
+    global threshold
+    threshold = level
+
+
+class Logger:
+    """A named source of messages, with the calls of the ``logging.Logger`` the code used."""
+
+    def __init__(self, name: str) -> None:
+        """Name the messages' source: ``"crawler"``, or a module's ``__name__``."""
+        self.name = name
+
+    def log(
+        self, level: int, msg: str, *args: object, exc_info: BaseException | None = None
+    ) -> None:
+        """Hand on ``msg % args`` at ``level``, with an exception's traceback if given.
+
+        The formatting waits until the level is known to be shown: a debug message of
+        every URL costs a comparison, not a string, when nobody asked for -vv.
+        """
+        if level >= threshold:
+            handler(Record(level, self.name, msg % args if args else msg, exc_info))
+
+    def debug(self, msg: str, *args: object, exc_info: BaseException | None = None) -> None:
+        """Log at DEBUG: what only -vv shows (each URL skipped, and why)."""
+        self.log(DEBUG, msg, *args, exc_info=exc_info)
+
+    def info(self, msg: str, *args: object, exc_info: BaseException | None = None) -> None:
+        """Log at INFO: what -v shows (redirects, retries, robots.txt, TLS)."""
+        self.log(INFO, msg, *args, exc_info=exc_info)
+
+    def warning(self, msg: str, *args: object, exc_info: BaseException | None = None) -> None:
+        """Log at WARNING: shown unless -q."""
+        self.log(WARNING, msg, *args, exc_info=exc_info)
+
+    def error(self, msg: str, *args: object, exc_info: BaseException | None = None) -> None:
+        """Log at ERROR: always shown (a bug's traceback, a URL given up on)."""
+        self.log(ERROR, msg, *args, exc_info=exc_info)
