@@ -269,6 +269,22 @@ def test_lab_apply_in_chinese_names_the_chinese_guide(tmp_path: Path) -> None:
             assert copy.read_bytes() == path.read_bytes(), path
 
 
+def test_what_stops_a_student_s_verb_is_said_in_chinese_too(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["check", "s1-loop", "--in", str(tmp_path), "--lang", "zh-CN"]) == 2
+    assert capsys.readouterr().err == (
+        f"{tmp_path} 不是工作区：先运行 `nox -s exercise -- start s1-loop --into {tmp_path}`\n"
+    )
+    assert main(["start", "s1-loop", "--into", str(tmp_path), "--lang", "zh-CN"]) == 2
+    assert "已经存在，而且不是工作区：请选择一个新的或空的目录" in capsys.readouterr().err
+    assert main(["hint", "no-such-exercise", "--lang", "zh-CN"]) == 2
+    assert "没有名为 'no-such-exercise' 的练习；现有的练习：" in capsys.readouterr().err
+    assert main(["check", "s1-loop", "--in", str(tmp_path)]) == 2  # no locale: English
+    assert "is not a workspace: run `nox -s exercise -- start" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -294,7 +310,7 @@ def test_the_tool_s_sentences_come_from_one_table() -> None:
     tool = catalog.EXERCISES
     code = "".join(
         (tool / name).read_text(encoding="utf-8")
-        for name in ("cli.py", "reports.py", "checking.py", "manifest.py")
+        for name in ("cli.py", "reports.py", "checking.py", "manifest.py", "workspace.py")
     )
     for sentence in (
         "tasks passed",
@@ -305,6 +321,8 @@ def test_the_tool_s_sentences_come_from_one_table() -> None:
         "not judged",
         "stopped after",
         "FAILED - ",
+        "is not a workspace: run",
+        "no exercise named",
     ):
         assert sentence not in code, sentence
         assert any(sentence in text for text in messages.SENTENCES["en"].values())

@@ -33,7 +33,7 @@ from shared.tools.exercises.catalog import (
     task_titles,
     tasks_in,
 )
-from shared.tools.exercises.messages import say
+from shared.tools.exercises.messages import again, say
 from shared.tools.language import LANGUAGES, locale_language
 
 # How the README tells students to run this tool; a handout has no nox.
@@ -186,7 +186,7 @@ def exercise_named(name: str) -> Exercise:
     exercise = find(name)
     if exercise is None:
         names = ", ".join(e.name for e in all_exercises()) or "none yet"
-        raise Usage(f"no exercise named {name!r}; the exercises: {names}")
+        raise Usage(say("en", "error.no-exercise", name=repr(name), names=names))
     return exercise
 
 
@@ -228,7 +228,7 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     else:
         tasks = tasks_in(((pristine or folder) / exercise.tests).read_text(encoding="utf-8"))
     if args.task is not None and args.task not in tasks:
-        raise Usage(f"{exercise.name} has no task {args.task}; its tasks: {tasks}")
+        raise Usage(say("en", "error.no-task", name=exercise.name, task=args.task, tasks=tasks))
     if tampered:
         result = checking.not_judged([args.task] if args.task else tasks, tampered)
     else:
@@ -359,9 +359,9 @@ def run(args: argparse.Namespace) -> int:
             return do_grade(exercise, args)
         return do_solve(exercise, args.folder, args.task)
     except Usage as error:
-        print(error, file=sys.stderr)
+        print(again(str(error), speaking(getattr(args, "lang", None))), file=sys.stderr)
         show_list(names_only=False)
         return 2
     except (workspace.WorkspaceError, ExerciseError, BodyError, SyntaxError, lab.LabError) as error:
-        print(error, file=sys.stderr)
+        print(again(str(error), speaking(getattr(args, "lang", None))), file=sys.stderr)
         return 2

@@ -65,6 +65,18 @@ SENTENCES: dict[str, dict[str, str]] = {
         "lab.removed": "lab {name}: removed {path}",
         "lab.restored": "lab {name}: restored {path}",
         "lab.next": "predict first ({guide}), run, then: {command}",
+        # what stops a verb a student runs (exit status 2)
+        "error.no-exercise": "no exercise named {name}; the exercises: {names}",
+        "error.no-task": "{name} has no task {task}; its tasks: {tasks}",
+        "error.not-a-workspace": "{folder} is not a workspace: run `{command}` first",
+        "error.other-workspace": (
+            "{folder} is the workspace of {other}, not of {name}: run `{command}` first"
+        ),
+        "error.exists": (
+            "{folder} is already a workspace: check it, or start again with --force "
+            "(which throws away what is in it)"
+        ),
+        "error.not-empty": "{folder} exists and is not a workspace: choose a new or empty folder",
     },
     "zh-CN": {
         "start.made": "{name} 的工作区：{folder}",
@@ -108,12 +120,20 @@ SENTENCES: dict[str, dict[str, str]] = {
         "lab.removed": "实验 {name}：删除了 {path}",
         "lab.restored": "实验 {name}：还原了 {path}",
         "lab.next": "先预测（{guide}），再运行，然后：{command}",
+        "error.no-exercise": "没有名为 {name} 的练习；现有的练习：{names}",
+        "error.no-task": "{name} 没有任务 {task}；它的任务：{tasks}",
+        "error.not-a-workspace": "{folder} 不是工作区：先运行 `{command}`",
+        "error.other-workspace": "{folder} 是 {other} 的工作区，不是 {name} 的：先运行 `{command}`",
+        "error.exists": (
+            "{folder} 已经是一个工作区：检查它，或者加 --force 重新开始（会丢掉其中的内容）"
+        ),
+        "error.not-empty": "{folder} 已经存在，而且不是工作区：请选择一个新的或空的目录",
     },
 }
 
-#: The sentences a result keeps in English (why a task failed, which file was changed,
-#: what went wrong): `again` says them in the reader's language.
-KEPT = ("reason.", "limit.", "file.", "problem.")
+#: The sentences a result or an error keeps in English (why a task failed, which file
+#: was changed, what went wrong): `again` says them in the reader's language.
+KEPT = ("reason.", "limit.", "file.", "problem.", "error.")
 FIELD = re.compile(r"\{(\w+)\}")
 
 

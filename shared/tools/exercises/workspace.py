@@ -21,6 +21,7 @@ from shared import STAGES
 from shared.tools.exercises import answers, manifest
 from shared.tools.exercises.bodies import BodyError, empty_functions, put_bodies
 from shared.tools.exercises.catalog import ROOT, Exercise
+from shared.tools.exercises.messages import say
 from shared.tools.language import LANGUAGES
 
 MARKER = ".exercise.json"
@@ -123,15 +124,10 @@ def start(exercise: Exercise, folder: Path, force: bool = False, lang: str = "en
     if folder.exists():
         if read_marker(folder) is not None:
             if not force:
-                raise WorkspaceError(
-                    f"{folder} is already a workspace: check it, or start again with --force "
-                    "(which throws away what is in it)"
-                )
+                raise WorkspaceError(say("en", "error.exists", folder=folder))
             shutil.rmtree(folder)
         elif not folder.is_dir() or any(folder.iterdir()):
-            raise WorkspaceError(
-                f"{folder} exists and is not a workspace: choose a new or empty folder"
-            )
+            raise WorkspaceError(say("en", "error.not-empty", folder=folder))
     folder.mkdir(parents=True, exist_ok=True)
     for package in PACKAGES:
         shutil.copytree(ROOT / package, folder / package, ignore=_ignore, dirs_exist_ok=True)
@@ -154,11 +150,20 @@ def require_workspace(exercise: Exercise, folder: Path, how_to_start: str) -> No
     """Raise WorkspaceError, saying what to run first, unless ``folder`` is the exercise's."""
     marker = read_marker(folder)
     if marker is None:
-        raise WorkspaceError(f"{folder} is not a workspace: run `{how_to_start}` first")
-    if marker["exercise"] != exercise.name:
         raise WorkspaceError(
-            f"{folder} is the workspace of {marker['exercise']}, not of {exercise.name}: "
-            f"run `{how_to_start}` first"
+            say("en", "error.not-a-workspace", folder=folder, command=how_to_start)
+        )
+    if marker["exercise"] != exercise.name:
+        other = marker["exercise"]
+        raise WorkspaceError(
+            say(
+                "en",
+                "error.other-workspace",
+                folder=folder,
+                other=other,
+                name=exercise.name,
+                command=how_to_start,
+            )
         )
 
 
