@@ -44,6 +44,13 @@ def exercise_folders() -> list[str]:
     return sorted(path.parent.name for path in catalog.EXERCISES.glob("*/exercise.toml"))
 
 
+@pytest.fixture(autouse=True)
+def english(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tool in English, whatever this machine's locale: these tests read its sentences."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A stand-in for out/exercises/, so that no test touches the repository's own."""
@@ -176,7 +183,7 @@ def test_with_a_default_workspace_the_hint_count_lives_in_its_marker(
     assert main(["hint", "s1-loop"]) == 0
     assert "hint 2 of" in capsys.readouterr().out
     marker = workspace.read_marker(out / "s1-loop")
-    assert marker == {"exercise": "s1-loop", "hints_shown": 2}
+    assert marker == {"exercise": "s1-loop", "hints_shown": 2, "lang": "en"}
     assert not (out / ".hints.json").exists()
 
 
@@ -186,7 +193,7 @@ def test_start_makes_the_workspace_described(
     exercise = catalog.find("s1-loop")
     assert exercise is not None
     folder = start("s1-loop", tmp_path / "ws", capsys)
-    assert workspace.read_marker(folder) == {"exercise": "s1-loop", "hints_shown": 0}
+    assert workspace.read_marker(folder) == {"exercise": "s1-loop", "hints_shown": 0, "lang": "en"}
     assert (folder / "INSTRUCTIONS.md").read_bytes() == exercise.instructions.read_bytes()
     for path in ["pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py"]:
         assert (folder / path).read_bytes() == (ROOT / path).read_bytes()

@@ -56,6 +56,13 @@ def full_marks(exercise: catalog.Exercise) -> int:
     return sum(exercise.points(n) for n in tasks_of(exercise))
 
 
+@pytest.fixture(autouse=True)
+def english(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tool in English, whatever this machine's locale: these tests read its sentences."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def quiet(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """Run the tool in this process; its exit status and what it printed."""
     status = main(argv)

@@ -28,11 +28,11 @@ import pytest
 
 from shared.crawling import Options
 from shared.testsite import Site, serve
+from shared.tools.language import locale_language
 from shared.tools.show import browser
 from shared.tools.show.command import (
     build_parser,
     crawl_arguments,
-    locale_language,
     main,
     merged_position,
 )

@@ -1,5 +1,8 @@
 """The exercises: each a folder of shared/tools/exercises/ with an exercise.toml and a README.md.
 
+An exercise speaks each of LANGUAGES: its README.zh-CN.md beside README.md, and its
+`hints-zh-CN` beside `hints` in exercise.toml, as many and in the same order.
+
 The format is described in shared/tools/exercises/README.md; `load` checks what the tool
 relies on and says what is wrong in words an exercise's author can act on.
 """
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from shared import STAGES
+from shared.tools.language import LANGUAGES
 
 #: The repository: shared/tools/exercises/catalog.py is three levels below it.
 ROOT = Path(__file__).resolve().parents[3]
@@ -59,6 +63,8 @@ class Exercise:
     hints: tuple[str, ...]
     support: tuple[str, ...]  # further files the tests need, copied as they are
     weights: tuple[tuple[int, int], ...] = ()  # (task, points) where a task is not worth 1
+    #: (language, hints) for each language but English: exercise.toml's `hints-zh-CN`.
+    translated_hints: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def points(self, task: int) -> int:
         """What passing the task is worth: 1, unless exercise.toml's `points` says otherwise."""
@@ -66,8 +72,19 @@ class Exercise:
 
     @property
     def instructions(self) -> Path:
-        """The README.md a student reads, which becomes the workspace's INSTRUCTIONS.md."""
+        """The README.md a student reads, which becomes the workspace's INSTRUCTIONS.md.
+
+        Its `## Task N: title` headings name the tasks in every results format.
+        """
         return self.folder / "README.md"
+
+    def instructions_in(self, lang: str) -> Path:
+        """The instructions in ``lang``: README.zh-CN.md for Chinese, README.md for English."""
+        return self.instructions if lang == "en" else self.folder / f"README.{lang}.md"
+
+    def hints_in(self, lang: str) -> tuple[str, ...]:
+        """The hints in ``lang`` (none where exercise.toml has no `hints-LANG`)."""
+        return self.hints if lang == "en" else dict(self.translated_hints).get(lang, ())
 
 
 def _text(data: dict[str, Any], key: str, where: Path) -> str:
@@ -140,6 +157,11 @@ def load(folder: Path) -> Exercise:
         hints=tuple(_texts(data, "hints", where)),
         support=tuple(support),
         weights=_weights(data, where),
+        translated_hints=tuple(
+            (lang, tuple(_texts(data, f"hints-{lang}", where, default=[])))
+            for lang in LANGUAGES
+            if lang != "en"
+        ),
     )
 
 

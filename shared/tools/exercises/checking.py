@@ -29,6 +29,7 @@ from typing import Any
 
 from shared.tools.exercises import manifest
 from shared.tools.exercises.catalog import Exercise, tasks_in
+from shared.tools.exercises.messages import again, say
 
 # The environment variables tests/exercises/conftest.py reads: its own copy of the names.
 RESULTS_ENV = "EXERCISE_RESULTS"
@@ -55,13 +56,22 @@ class TaskResult:
         self.passed = False
         self.reasons.append(reason)
 
-    def line(self) -> str:
-        """The task's line of the check's output."""
+    def line(self, lang: str = "en") -> str:
+        """The task's line of the check's output, in ``lang`` (a test's own words as they are)."""
         if self.passed:
-            return f"task {self.number}: passed"
-        failed = len(self.reasons)
-        extra = f" ({failed} of {self.tests} tests failed)" if self.tests > 1 else ""
-        return f"task {self.number}: FAILED - {self.reasons[0]}{extra}"
+            return say(lang, "task.passed", number=self.number)
+        reason = again(self.reasons[0], lang)
+        if self.tests > 1:
+            failed, tests = len(self.reasons), self.tests
+            return say(
+                lang,
+                "task.failed-of",
+                number=self.number,
+                reason=reason,
+                failed=failed,
+                tests=tests,
+            )
+        return say(lang, "task.failed", number=self.number, reason=reason)
 
 
 @dataclass
@@ -86,8 +96,15 @@ class CheckResult:
 
 def not_judged(tasks: Iterable[int], tampered: list[str]) -> CheckResult:
     """The verdict on a workspace whose tests were changed: every task failed, unrun."""
-    reason = "not judged: files that judge the exercise were changed (see `tampered`)"
+    reason = say("en", "reason.not-judged")
     return CheckResult([TaskResult(n, False, [reason]) for n in tasks], [], tampered, ran=False)
+
+
+def not_run(stopped: str | None) -> str:
+    """Why a test did not run: the run was stopped (and why), or it was not reached."""
+    return (
+        say("en", "reason.not-run-because", why=stopped) if stopped else say("en", "reason.not-run")
+    )
 
 
 def default_total_limit(time_limit: float) -> float:
@@ -140,7 +157,7 @@ def judge(
     tests = collected[-1]["tests"] if collected else []
     unmarked = [t["id"] for t in tests if t["task"] is None]
     if unmarked:
-        problems.append(f"tests without @pytest.mark.task(taskno=N): {', '.join(unmarked)}")
+        problems.append(say("en", "problem.unmarked", tests=", ".join(unmarked)))
     for test in tests:
         if test["task"] is None:
             continue
@@ -151,19 +168,23 @@ def judge(
         failures = [p for p in phases if p["outcome"] != "passed"]
         if failures:
             failure = failures[0]
-            verb = "skipped" if failure["outcome"] == "skipped" else ""
-            task.fail(f"{verb}: {failure['reason']}" if verb else failure["reason"])
+            skipped = failure["outcome"] == "skipped"
+            task.fail(
+                say("en", "reason.skipped", reason=failure["reason"])
+                if skipped
+                else failure["reason"]
+            )
         elif not any(p["when"] == "call" for p in phases):
-            task.fail(f"not run: {stopped}" if stopped else "not run")
+            task.fail(not_run(stopped))
 
     for task in tasks.values():
         if task.tests == 0 and task.passed:
             if collect_errors:
-                task.fail(f"the tests could not be loaded: {collect_errors[0]}")
+                task.fail(say("en", "reason.not-loaded", error=collect_errors[0]))
             elif stopped:
-                task.fail(f"not run: {stopped}")
+                task.fail(not_run(stopped))
             else:
-                task.fail("no test of this task ran")
+                task.fail(say("en", "reason.no-test"))
 
     # The proof: each module the exercise empties was imported, from the workspace.
     modules = [r["files"] for r in records if r["event"] == "modules"]
@@ -173,13 +194,11 @@ def judge(
         for target in exercise.replace:
             file = files.get(target.module)
             if file is None and every_module:
-                problems.append(
-                    f"the tests never imported {target.module}, which the exercise empties"
-                )
+                problems.append(say("en", "problem.never-imported", module=target.module))
             elif file is not None and root not in Path(file).parents:
-                problems.append(f"{target.module} was imported from {file}, not from the workspace")
+                problems.append(say("en", "problem.elsewhere", module=target.module, file=file))
     elif tests:
-        problems.append("no record of where the code under test was imported from")
+        problems.append(say("en", "problem.no-proof"))
     return CheckResult(sorted(tasks.values(), key=lambda t: t.number), problems)
 
 
@@ -247,7 +266,7 @@ def run_check(
     if not records and output.strip():
         # pytest stopped before the plugin could write anything: its own words say why.
         tail = [line for line in output.splitlines() if line.strip()][-3:]
-        result.problems.append("pytest said: " + " | ".join(tail))
+        result.problems.append(say("en", "problem.pytest", tail=" | ".join(tail)))
     return result
 
 
@@ -278,4 +297,4 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], limit: float) -> tuple
                 proc.kill()
             output, _ = proc.communicate()
             spent = time.monotonic() - started
-            return f"the whole check was stopped after {spent:.0f} s", output or ""
+            return say("en", "limit.whole", seconds=f"{spent:.0f}"), output or ""

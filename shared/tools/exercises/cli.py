@@ -5,7 +5,12 @@ and GRADING.md), and lab (list, apply NAME, undo NAME: the labs' changes, see
 labs/README.md).  Exit status: 0 when all went well (for `check`, when every task
 passed), 1 when a check found a failed task, 2 when the command could not do its work
 (an unknown exercise, a folder that is not a workspace, a workspace that exists
-already, tests that did not run) or when a file that judges the exercise was changed.
+already, tests that did not run, an unknown --lang) or when a file that judges the
+exercise was changed.
+
+`start`, `check`, `hint` and `lab` speak English or Chinese (messages.py): `--lang zh-CN`,
+else the language the workspace was started in, else Chinese where the locale says so.
+What the tests and the crawlers print stays as it is, and so do the results formats.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from shared.tools.exercises.catalog import (
     task_titles,
     tasks_in,
 )
+from shared.tools.exercises.messages import again, say
+from shared.tools.language import LANGUAGES, locale_language
 
 # How the README tells students to run this tool; a handout has no nox.
 COMMAND = handout.TOOL if workspace.in_handout() else "nox -s exercise --"
@@ -36,6 +43,22 @@ EXIT_PIPE = 141  # 128 + SIGPIPE, as the crawlers' command line (shared/cli.py) 
 
 class Usage(Exception):
     """A request the tool cannot carry out: printed, exit status 2."""
+
+
+def add_lang(verb: argparse.ArgumentParser) -> None:
+    """The verb's --lang: the language of the tool's own sentences (and of the instructions)."""
+    verb.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        help="en or zh-CN (default: the workspace's, else zh-CN where the locale says Chinese)",
+    )
+
+
+def speaking(given: str | None, folder: Path | None = None) -> str:
+    """The language to speak: the one asked for, else the one the workspace in ``folder``
+    was started in, else Chinese where the locale says so, else English."""
+    kept = workspace.language(folder) if folder is not None else None
+    return given or kept or locale_language() or "en"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -51,6 +74,7 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("name", metavar="NAME")
     start.add_argument("--into", type=Path, metavar="DIR", help="default: out/exercises/NAME")
     start.add_argument("--force", action="store_true", help="replace an existing workspace")
+    add_lang(start)
     check = verbs.add_parser("check", help="run the exercise's tests on the workspace, per task")
     check.add_argument("name", metavar="NAME")
     check.add_argument("--in", dest="folder", type=Path, metavar="DIR")
@@ -69,6 +93,7 @@ def parser() -> argparse.ArgumentParser:
     )
     check.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output")
     check.add_argument("--task", type=int, metavar="N", help="run task N's tests alone")
+    add_lang(check)
     check.add_argument(
         "--format",
         action="append",
@@ -80,6 +105,7 @@ def parser() -> argparse.ArgumentParser:
     )
     hint = verbs.add_parser("hint", help="the next hint, one at a time")
     hint.add_argument("name", metavar="NAME")
+    add_lang(hint)
     solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
     solve.add_argument("name", metavar="NAME")
     solve.add_argument("--in", dest="folder", type=Path, metavar="DIR")
@@ -87,6 +113,7 @@ def parser() -> argparse.ArgumentParser:
     labs = verbs.add_parser("lab", help="the labs: make a lab's change, or take it back")
     labs.add_argument("action", choices=["list", "apply", "undo"])
     labs.add_argument("name", metavar="NAME", nargs="?", help="01, or 01-forget-task-done")
+    add_lang(labs)
     made = verbs.add_parser("handout", help="a workspace ready to publish as a student repository")
     made.add_argument("name", metavar="NAME")
     made.add_argument("dir", type=Path, metavar="DIR", help="a new or empty folder")
@@ -110,22 +137,28 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def do_lab(action: str, name: str | None) -> int:
+def do_lab(action: str, name: str | None, lang: str = "en") -> int:
     """`lab list`, `lab apply NAME`, `lab undo NAME`: what changed, and what to run next."""
     if action == "list":
         for guide in lab.guides():
             print(f"{guide.stem:<32}{', '.join(lab.read_lab(guide).files())}")
         return 0
     if name is None:
-        raise Usage(f"which lab? {COMMAND} lab {action} NAME (see {COMMAND} lab list)")
+        raise Usage(say(lang, "lab.which", command=COMMAND, action=action))
     chosen = lab.find_lab(name)
     if action == "apply":
         for path in lab.apply(chosen):
-            print(f"lab {chosen.name}: {'wrote' if chosen.diff is None else 'changed'} {path}")
-        print(f"predict first (labs/{chosen.guide.name}), run, then: {COMMAND} lab undo {name}")
+            did = "lab.wrote" if chosen.diff is None else "lab.changed"
+            print(say(lang, did, name=chosen.name, path=path))
+        # The guide to read in the reader's language: NN-name.zh-CN.md beside NN-name.md.
+        guide = chosen.guide.with_suffix(f".{lang}.md") if lang != "en" else chosen.guide
+        guide = guide if guide.is_file() else chosen.guide
+        undo = f"{COMMAND} lab undo {name}"
+        print(say(lang, "lab.next", guide=f"labs/{guide.name}", command=undo))
         return 0
     for path in lab.undo(chosen):
-        print(f"lab {chosen.name}: {'removed' if chosen.diff is None else 'restored'} {path}")
+        did = "lab.removed" if chosen.diff is None else "lab.restored"
+        print(say(lang, did, name=chosen.name, path=path))
     return 0
 
 
@@ -153,7 +186,7 @@ def exercise_named(name: str) -> Exercise:
     exercise = find(name)
     if exercise is None:
         names = ", ".join(e.name for e in all_exercises()) or "none yet"
-        raise Usage(f"no exercise named {name!r}; the exercises: {names}")
+        raise Usage(say("en", "error.no-exercise", name=repr(name), names=names))
     return exercise
 
 
@@ -164,15 +197,17 @@ def folder_of(name: str, given: Path | None) -> tuple[Path, str]:
     return given.resolve(), f"{COMMAND} start {name} --into {given}"
 
 
-def do_start(exercise: Exercise, into: Path | None, force: bool) -> int:
-    """`start`: make the workspace and say what to do next."""
+def do_start(exercise: Exercise, into: Path | None, force: bool, lang: str = "en") -> int:
+    """`start`: make the workspace, its instructions in ``lang``, and say what to do next."""
     folder, _ = folder_of(exercise.name, into)
-    folder = workspace.start(exercise, folder, force=force)
+    folder = workspace.start(exercise, folder, force=force, lang=lang)
     where = "" if into is None else f" --in {into}"
-    emptied = "\n".join(f"  {target}" for target in exercise.replace)
-    print(f"workspace for {exercise.name}: {folder}")
-    print(f"emptied, for you to write again:\n{emptied}")
-    print(f"read {folder / 'INSTRUCTIONS.md'}, then: {COMMAND} check {exercise.name}{where}")
+    print(say(lang, "start.made", name=exercise.name, folder=folder))
+    print(say(lang, "start.emptied"))
+    for target in exercise.replace:
+        print(f"  {target}")
+    check = f"{COMMAND} check {exercise.name}{where}"
+    print(say(lang, "start.next", instructions=folder / "INSTRUCTIONS.md", command=check))
     return 0
 
 
@@ -184,6 +219,7 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
         raise Usage("give one --format for each --output (or a single --format, for the screen)")
     folder, how = folder_of(exercise.name, args.folder)
     workspace.require_workspace(exercise, folder, how)
+    lang = speaking(args.lang, folder)
     # From the repository, its files judge; in a handout, the manifest vouches for its own.
     pristine = None if workspace.in_handout() else ROOT
     tampered = grading.tampering(exercise, folder, pristine)
@@ -192,7 +228,7 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     else:
         tasks = tasks_in(((pristine or folder) / exercise.tests).read_text(encoding="utf-8"))
     if args.task is not None and args.task not in tasks:
-        raise Usage(f"{exercise.name} has no task {args.task}; its tasks: {tasks}")
+        raise Usage(say("en", "error.no-task", name=exercise.name, task=args.task, tasks=tasks))
     if tampered:
         result = checking.not_judged([args.task] if args.task else tasks, tampered)
     else:
@@ -205,16 +241,18 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
             pristine=pristine,
             only_task=args.task,
         )
+    # The screen hears the reader's language; a file, whatever its format, a program reads.
     if outputs:
-        print(reports.as_text(exercise, result), end="")
+        print(reports.as_text(exercise, result, lang), end="")
         for form, path in zip(forms, outputs, strict=True):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(reports.render(form, exercise, result), encoding="utf-8")
     else:
-        print(reports.render(forms[0], exercise, result), end="")
+        print(reports.render(forms[0], exercise, result, lang), end="")
     on_screen = bool(outputs) or forms == ["text"]  # the text, not a format
     if not result.passed and result.ran and not args.verbose and on_screen:
-        print(f"(each test's own report: {COMMAND} check {exercise.name} --verbose)")
+        verbose = f"{COMMAND} check {exercise.name} --verbose"
+        print(say(lang, "check.verbose", command=verbose))
     if tampered or not result.ran:
         return 2
     return 0 if result.passed else 1
@@ -246,20 +284,22 @@ def do_grade(exercise: Exercise, args: argparse.Namespace) -> int:
     return 0
 
 
-def do_hint(exercise: Exercise) -> int:
-    """`hint`: the next hint; after the last one, all of them."""
-    hints = exercise.hints
+def do_hint(exercise: Exercise, given: str | None = None) -> int:
+    """`hint`: the next hint, in the workspace's language or the one asked for; after the
+    last one, all of them.  The count is the same in every language: a hint is shown once."""
+    lang = speaking(given, workspace.default_workspace(exercise.name))
+    hints = exercise.hints_in(lang) or exercise.hints  # untranslated yet: the English ones
     if not hints:
-        print(f"{exercise.name} has no hints: INSTRUCTIONS.md is all there is")
+        print(say(lang, "hint.none", name=exercise.name))
         return 0
     shown = workspace.hints_shown(exercise)
     if shown < len(hints):
-        print(f"hint {shown + 1} of {len(hints)}: {hints[shown]}")
+        print(say(lang, "hint.one", number=shown + 1, total=len(hints), text=hints[shown]))
         workspace.set_hints_shown(exercise, shown + 1)
         return 0
-    print(f"no more hints for {exercise.name}; here are all {len(hints)}:")
+    print(say(lang, "hint.no-more", name=exercise.name, total=len(hints)))
     for number, text in enumerate(hints, 1):
-        print(f"hint {number}: {text}")
+        print(say(lang, "hint.each", number=number, text=text))
     return 0
 
 
@@ -305,23 +345,23 @@ def run(args: argparse.Namespace) -> int:
             show_list(names_only=getattr(args, "names", False))
             return 0
         if args.verb == "lab":
-            return do_lab(args.action, args.name)
+            return do_lab(args.action, args.name, speaking(args.lang))
         exercise = exercise_named(args.name)
         if args.verb == "start":
-            return do_start(exercise, args.into, args.force)
+            return do_start(exercise, args.into, args.force, speaking(args.lang))
         if args.verb == "check":
             return do_check(exercise, args)
         if args.verb == "hint":
-            return do_hint(exercise)
+            return do_hint(exercise, args.lang)
         if args.verb == "handout":
             return do_handout(exercise, args.dir)
         if args.verb == "grade":
             return do_grade(exercise, args)
         return do_solve(exercise, args.folder, args.task)
     except Usage as error:
-        print(error, file=sys.stderr)
+        print(again(str(error), speaking(getattr(args, "lang", None))), file=sys.stderr)
         show_list(names_only=False)
         return 2
     except (workspace.WorkspaceError, ExerciseError, BodyError, SyntaxError, lab.LabError) as error:
-        print(error, file=sys.stderr)
+        print(again(str(error), speaking(getattr(args, "lang", None))), file=sys.stderr)
         return 2

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from shared.tools.exercises.catalog import ROOT, Exercise
+from shared.tools.exercises.messages import say
 
 MANIFEST = ".exercise-hashes.json"
 JUDGING = ("pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py")
@@ -88,12 +89,13 @@ def tampered(folder: Path, expected: Mapping[str, set[str]], watched: Iterable[s
     for path, allowed in sorted(expected.items()):
         file = folder / path
         if not file.is_file():
-            found.append(f"{path} (removed)")
+            found.append(say("en", "file.removed", path=path))
         elif digest(file.read_bytes()) not in allowed:
-            found.append(f"{path} (changed)")
+            found.append(say("en", "file.changed", path=path))
     for where in watched:
         if (folder / where).is_dir():
-            found += [f"{p} (added)" for p in _files_under(folder, where) if p not in expected]
+            added = [p for p in _files_under(folder, where) if p not in expected]
+            found += [say("en", "file.added", path=path) for path in added]
     return found
 
 
@@ -113,7 +115,7 @@ def expected_digests(
     problems = []
     if recorded is None:
         if pristine is None:  # with the repository at hand, its files decide without it
-            problems.append(f"{MANIFEST} (missing or unreadable)")
+            problems.append(say("en", "file.no-manifest", path=MANIFEST))
         recorded = {}
     expected: dict[str, set[str]] = {path: {value} for path, value in recorded.items()}
     if pristine is not None:

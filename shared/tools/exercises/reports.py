@@ -19,6 +19,7 @@ from typing import Any
 
 from shared.tools.exercises.catalog import Exercise, task_titles
 from shared.tools.exercises.checking import CheckResult, TaskResult
+from shared.tools.exercises.messages import again, say
 
 FORMATS = ("text", "json", "junit", "exercism", "gradescope")
 
@@ -54,10 +55,13 @@ def _graded(exercise: Exercise, task: TaskResult, title: str) -> Graded:
     return Graded(task.number, title, task.passed, earned, worth, message, tuple(task.ids))
 
 
-def trouble(result: CheckResult) -> str:
+def trouble(result: CheckResult, lang: str = "en") -> str:
     """What went wrong outside the tasks: tampered files first, then other problems."""
-    lines = [f"tampered: {entry}" for entry in result.tampered]
-    return "\n".join(lines + [f"problem: {problem}" for problem in result.problems])
+    lines = [say(lang, "check.tampered", entry=again(entry, lang)) for entry in result.tampered]
+    lines += [
+        say(lang, "check.problem", problem=again(problem, lang)) for problem in result.problems
+    ]
+    return "\n".join(lines)
 
 
 def status(result: CheckResult) -> str:
@@ -67,15 +71,27 @@ def status(result: CheckResult) -> str:
     return "fail" if result.ran else "error"
 
 
-def as_text(exercise: Exercise, result: CheckResult) -> str:
-    """The lines `check` prints: a line per task, the problems, then the sums."""
-    lines = [task.line() for task in result.tasks]
-    lines += trouble(result).splitlines()
+def as_text(exercise: Exercise, result: CheckResult, lang: str = "en") -> str:
+    """The lines `check` prints, in ``lang``: a line per task, the problems, then the sums.
+
+    The results formats below hold the English text (gradescope's `output`): a program
+    reads them, and they are the same whatever the language of the screen.
+    """
+    lines = [task.line(lang) for task in result.tasks]
+    lines += trouble(result, lang).splitlines()
     tasks = graded(exercise, result)
     done = sum(task.passed for task in result.tasks)
     points, most = sum(t.points for t in tasks), sum(t.max_points for t in tasks)
     lines.append(
-        f"{exercise.name}: {done} of {len(result.tasks)} tasks passed, {points} of {most} points"
+        say(
+            lang,
+            "check.score",
+            name=exercise.name,
+            done=done,
+            tasks=len(result.tasks),
+            points=points,
+            most=most,
+        )
     )
     return "\n".join(lines) + "\n"
 
@@ -182,10 +198,10 @@ def as_gradescope(exercise: Exercise, result: CheckResult) -> dict[str, Any]:
     }
 
 
-def render(form: str, exercise: Exercise, result: CheckResult) -> str:
-    """The verdict in one of FORMATS."""
+def render(form: str, exercise: Exercise, result: CheckResult, lang: str = "en") -> str:
+    """The verdict in one of FORMATS: the text in ``lang``, every other format in English."""
     if form == "text":
-        return as_text(exercise, result)
+        return as_text(exercise, result, lang)
     if form == "junit":
         return as_junit(exercise, result)
     makers = {"json": as_json, "exercism": as_exercism, "gradescope": as_gradescope}

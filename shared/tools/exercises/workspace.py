@@ -2,9 +2,10 @@
 
 A workspace holds the crawlers' code (shared/ and the three stages), pyproject.toml
 (pytest's settings), the tests that judge the exercise with the conftest files they
-rely on, the exercise's README as INSTRUCTIONS.md, a marker file, `.exercise.json`,
-that names the exercise and counts the hints shown, and the manifest of the files that
-judge the exercise (manifest.py).  The reference solution is never
+rely on, the exercise's README as INSTRUCTIONS.md (its README.zh-CN.md, for Chinese), a
+marker file, `.exercise.json`, that names the exercise, counts the hints shown and keeps
+the language `start` chose, and the manifest of the files that judge the exercise
+(manifest.py).  The reference solution is never
 copied: `solve` takes it from the repository's files when asked.
 """
 
@@ -20,6 +21,8 @@ from shared import STAGES
 from shared.tools.exercises import answers, manifest
 from shared.tools.exercises.bodies import BodyError, empty_functions, put_bodies
 from shared.tools.exercises.catalog import ROOT, Exercise
+from shared.tools.exercises.messages import say
+from shared.tools.language import LANGUAGES
 
 MARKER = ".exercise.json"
 PACKAGES = ("shared", *STAGES.values())
@@ -28,6 +31,9 @@ BACKUP = ".before-solve"  # where solve keeps the files it changed, as they were
 #: Where workspaces go by default, and the hint counts of exercises without one.
 OUT = ROOT / "out" / "exercises"
 HINTS = ".hints.json"
+#: A Chinese README says its English one is beside it; in a workspace it is not.
+ORIGINAL_BESIDE = "英文原文在同一目录的 `README.md` 中"
+ORIGINAL_AT = "英文原文在课程仓库的 `shared/tools/exercises/{name}/README.md` 中"
 
 
 class WorkspaceError(Exception):
@@ -91,26 +97,37 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
     return left_out
 
 
-def start(exercise: Exercise, folder: Path, force: bool = False) -> Path:
-    """Make the exercise's workspace in ``folder``; return it.
+def instructions(exercise: Exercise, lang: str) -> str:
+    """The text of the workspace's INSTRUCTIONS.md in ``lang``."""
+    path = exercise.instructions_in(lang)
+    if not path.is_file():
+        raise WorkspaceError(f"{exercise.name} has no instructions in {lang}: no {path.name}")
+    text = path.read_text(encoding="utf-8")
+    return text.replace(ORIGINAL_BESIDE, ORIGINAL_AT.format(name=exercise.name), 1)
+
+
+def language(folder: Path) -> str | None:
+    """The language the workspace in ``folder`` was started in, if it is one that says."""
+    lang = (read_marker(folder) or {}).get("lang")
+    return lang if lang in LANGUAGES else None
+
+
+def start(exercise: Exercise, folder: Path, force: bool = False, lang: str = "en") -> Path:
+    """Make the exercise's workspace in ``folder``, its instructions in ``lang``; return it.
 
     An existing workspace is replaced only with ``force``; a folder that holds
     anything else is never touched.
     """
     folder = folder.resolve()
     texts = emptied(exercise)  # first: a broken exercise leaves no half-made workspace
+    guide = instructions(exercise, lang)
     if folder.exists():
         if read_marker(folder) is not None:
             if not force:
-                raise WorkspaceError(
-                    f"{folder} is already a workspace: check it, or start again with --force "
-                    "(which throws away what is in it)"
-                )
+                raise WorkspaceError(say("en", "error.exists", folder=folder))
             shutil.rmtree(folder)
         elif not folder.is_dir() or any(folder.iterdir()):
-            raise WorkspaceError(
-                f"{folder} exists and is not a workspace: choose a new or empty folder"
-            )
+            raise WorkspaceError(say("en", "error.not-empty", folder=folder))
     folder.mkdir(parents=True, exist_ok=True)
     for package in PACKAGES:
         shutil.copytree(ROOT / package, folder / package, ignore=_ignore, dirs_exist_ok=True)
@@ -119,8 +136,11 @@ def start(exercise: Exercise, folder: Path, force: bool = False) -> Path:
         shutil.copyfile(ROOT / path, folder / path)
     for path, text in texts.items():
         (folder / path).write_bytes(text.encode("utf-8"))
-    shutil.copyfile(exercise.instructions, folder / "INSTRUCTIONS.md")
-    write_marker(folder, {"exercise": exercise.name, "hints_shown": 0})
+    if lang == "en":  # byte for byte, line ends and all
+        shutil.copyfile(exercise.instructions, folder / "INSTRUCTIONS.md")
+    else:
+        (folder / "INSTRUCTIONS.md").write_bytes(guide.encode("utf-8"))
+    write_marker(folder, {"exercise": exercise.name, "hints_shown": 0, "lang": lang})
     # The manifest: what the files that judge the exercise are, so that a change shows.
     manifest.write(folder, manifest.hashes(ROOT, manifest.judging_files(exercise)))
     return folder
@@ -130,11 +150,20 @@ def require_workspace(exercise: Exercise, folder: Path, how_to_start: str) -> No
     """Raise WorkspaceError, saying what to run first, unless ``folder`` is the exercise's."""
     marker = read_marker(folder)
     if marker is None:
-        raise WorkspaceError(f"{folder} is not a workspace: run `{how_to_start}` first")
-    if marker["exercise"] != exercise.name:
         raise WorkspaceError(
-            f"{folder} is the workspace of {marker['exercise']}, not of {exercise.name}: "
-            f"run `{how_to_start}` first"
+            say("en", "error.not-a-workspace", folder=folder, command=how_to_start)
+        )
+    if marker["exercise"] != exercise.name:
+        other = marker["exercise"]
+        raise WorkspaceError(
+            say(
+                "en",
+                "error.other-workspace",
+                folder=folder,
+                other=other,
+                name=exercise.name,
+                command=how_to_start,
+            )
         )
 
 

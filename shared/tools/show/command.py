@@ -25,7 +25,8 @@ from typing import Any
 from shared import STAGES
 from shared.cli import configure_logging, parse_args
 from shared.observe import watching
-from shared.tools.show.page import LANGUAGES, TITLES, crawl_data, interesting_step, write
+from shared.tools.language import LANGUAGES, locale_language
+from shared.tools.show.page import TITLES, crawl_data, interesting_step, write
 from shared.tools.show.record import recording
 from shared.trace_events import TraceEvents
 
@@ -77,17 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-open", action="store_true", help="do not open a browser")
     return parser
-
-
-def locale_language(environ: dict[str, str] | None = None) -> str | None:
-    """The page's language as the environment's locale says it: "zh-CN" where it says
-    Chinese, else None (the page then follows the browser).  The first of LC_ALL,
-    LC_MESSAGES and LANG that is set decides, as for any program's messages."""
-    environ = dict(os.environ) if environ is None else environ
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        if value := environ.get(name):
-            return "zh-CN" if value.lower().startswith("zh") else None
-    return None
 
 
 def crawl_arguments(own: argparse.Namespace, rest: list[str]) -> list[str]:

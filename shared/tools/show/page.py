@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from shared.tools import language
 from shared.tools.show.record import KINDS, ROOT, Recorder
 
 #: Stage packages and how the page names them.
@@ -194,8 +195,9 @@ def interesting_step(crawl: dict[str, Any]) -> int:
     return chosen
 
 
-#: The languages the page speaks: each has a table of every text the page shows a reader.
-LANGUAGES = ("en", "zh-CN")
+#: The languages the page speaks (shared/tools/language.py): each has a table of every text
+#: the page shows a reader.
+LANGUAGES = language.LANGUAGES
 
 
 def texts() -> dict[str, dict[str, str]]:

@@ -1,0 +1,168 @@
+"""What the exercise tool itself says to a student, in each language it speaks.
+
+`say(lang, key, **fields)` gives one sentence.  Only the tool's own sentences are here:
+what the tests and the crawlers print is data, and stays as it is.  Whatever a program
+reads (the results formats of `check --format`, the exit status) is the same in every
+language: the results keep each sentence in English, as `say("en", ...)` wrote it, and
+`again(text, lang)` says such a sentence anew when it is printed for a reader.  The
+plugin that bounds each test (tests/exercises/conftest.py) cannot import this tool, so
+its sentences about the limits are written there again; a test holds the two equal.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+SENTENCES: dict[str, dict[str, str]] = {
+    "en": {
+        # start
+        "start.made": "workspace for {name}: {folder}",
+        "start.emptied": "emptied, for you to write again:",
+        "start.next": "read {instructions}, then: {command}",
+        # hint
+        "hint.none": "{name} has no hints: INSTRUCTIONS.md is all there is",
+        "hint.one": "hint {number} of {total}: {text}",
+        "hint.no-more": "no more hints for {name}; here are all {total}:",
+        "hint.each": "hint {number}: {text}",
+        # check: a line per task, the files changed, the problems, the score
+        "task.passed": "task {number}: passed",
+        "task.failed": "task {number}: FAILED - {reason}",
+        "task.failed-of": "task {number}: FAILED - {reason} ({failed} of {tests} tests failed)",
+        "check.tampered": "tampered: {entry}",
+        "check.problem": "problem: {problem}",
+        "check.score": "{name}: {done} of {tasks} tasks passed, {points} of {most} points",
+        "check.verbose": "(each test's own report: {command})",
+        # why a task failed, when the tool says so rather than a test
+        "reason.not-judged": (
+            "not judged: files that judge the exercise were changed (see `tampered`)"
+        ),
+        "reason.not-run-because": "not run: {why}",
+        "reason.not-run": "not run",
+        "reason.skipped": "skipped: {reason}",
+        "reason.no-test": "no test of this task ran",
+        "reason.not-loaded": "the tests could not be loaded: {error}",
+        # the limits: the whole check's (checking.py) and each test's (the plugin's)
+        "limit.whole": "the whole check was stopped after {seconds} s",
+        "limit.test": "took longer than {seconds} s: an endless loop, or a wait nothing ends?",
+        "limit.task-timed-out": "a test of task {task} already {limit}",
+        "limit.task-failed": "a test of task {task} failed already",
+        # a file that judges the exercise, and what was done to it
+        "file.changed": "{path} (changed)",
+        "file.removed": "{path} (removed)",
+        "file.added": "{path} (added)",
+        "file.no-manifest": "{path} (missing or unreadable)",
+        # what went wrong outside the tasks
+        "problem.unmarked": "tests without @pytest.mark.task(taskno=N): {tests}",
+        "problem.never-imported": "the tests never imported {module}, which the exercise empties",
+        "problem.elsewhere": "{module} was imported from {file}, not from the workspace",
+        "problem.no-proof": "no record of where the code under test was imported from",
+        "problem.pytest": "pytest said: {tail}",
+        # lab
+        "lab.which": "which lab? {command} lab {action} NAME (see {command} lab list)",
+        "lab.wrote": "lab {name}: wrote {path}",
+        "lab.changed": "lab {name}: changed {path}",
+        "lab.removed": "lab {name}: removed {path}",
+        "lab.restored": "lab {name}: restored {path}",
+        "lab.next": "predict first ({guide}), run, then: {command}",
+        # what stops a verb a student runs (exit status 2)
+        "error.no-exercise": "no exercise named {name}; the exercises: {names}",
+        "error.no-task": "{name} has no task {task}; its tasks: {tasks}",
+        "error.not-a-workspace": "{folder} is not a workspace: run `{command}` first",
+        "error.other-workspace": (
+            "{folder} is the workspace of {other}, not of {name}: run `{command}` first"
+        ),
+        "error.exists": (
+            "{folder} is already a workspace: check it, or start again with --force "
+            "(which throws away what is in it)"
+        ),
+        "error.not-empty": "{folder} exists and is not a workspace: choose a new or empty folder",
+    },
+    "zh-CN": {
+        "start.made": "{name} 的工作区：{folder}",
+        "start.emptied": "已清空、等你重写的函数：",
+        "start.next": "先读 {instructions}，然后运行：{command}",
+        "hint.none": "{name} 没有提示：INSTRUCTIONS.md 就是全部说明",
+        "hint.one": "提示 {number}/{total}：{text}",
+        "hint.no-more": "{name} 没有更多提示了；下面是全部 {total} 条：",
+        "hint.each": "提示 {number}：{text}",
+        "task.passed": "任务 {number}：通过",
+        "task.failed": "任务 {number}：未通过 - {reason}",
+        "task.failed-of": (
+            "任务 {number}：未通过 - {reason}（{tests} 个测试中有 {failed} 个未通过）"
+        ),
+        "check.tampered": "被改动的评判文件：{entry}",
+        "check.problem": "问题：{problem}",
+        "check.score": "{name}：{tasks} 个任务中通过了 {done} 个，得分 {points}/{most}",
+        "check.verbose": "（每个测试自己的报告：{command}）",
+        "reason.not-judged": "未评判：评判练习的文件被改动了（见“被改动的评判文件”）",
+        "reason.not-run-because": "未运行：{why}",
+        "reason.not-run": "未运行",
+        "reason.skipped": "跳过：{reason}",
+        "reason.no-test": "这个任务没有一个测试运行过",
+        "reason.not-loaded": "无法加载测试：{error}",
+        "limit.whole": "整个检查在 {seconds} 秒后被停止",
+        "limit.test": "用时超过 {seconds} 秒：是死循环，还是一个没有谁来结束的等待？",
+        "limit.task-timed-out": "任务 {task} 的一个测试已经{limit}",
+        "limit.task-failed": "任务 {task} 的一个测试已经未通过",
+        "file.changed": "{path}（被修改）",
+        "file.removed": "{path}（被删除）",
+        "file.added": "{path}（被新增）",
+        "file.no-manifest": "{path}（缺失或无法读取）",
+        "problem.unmarked": "没有 @pytest.mark.task(taskno=N) 标记的测试：{tests}",
+        "problem.never-imported": "测试从未导入 {module}，而练习清空的正是它",
+        "problem.elsewhere": "{module} 是从 {file} 导入的，不是从工作区",
+        "problem.no-proof": "没有记录被测代码是从哪里导入的",
+        "problem.pytest": "pytest 说：{tail}",
+        "lab.which": "哪个实验？{command} lab {action} NAME（见 {command} lab list）",
+        "lab.wrote": "实验 {name}：写入了 {path}",
+        "lab.changed": "实验 {name}：修改了 {path}",
+        "lab.removed": "实验 {name}：删除了 {path}",
+        "lab.restored": "实验 {name}：还原了 {path}",
+        "lab.next": "先预测（{guide}），再运行，然后：{command}",
+        "error.no-exercise": "没有名为 {name} 的练习；现有的练习：{names}",
+        "error.no-task": "{name} 没有任务 {task}；它的任务：{tasks}",
+        "error.not-a-workspace": "{folder} 不是工作区：先运行 `{command}`",
+        "error.other-workspace": "{folder} 是 {other} 的工作区，不是 {name} 的：先运行 `{command}`",
+        "error.exists": (
+            "{folder} 已经是一个工作区：检查它，或者加 --force 重新开始（会丢掉其中的内容）"
+        ),
+        "error.not-empty": "{folder} 已经存在，而且不是工作区：请选择一个新的或空的目录",
+    },
+}
+
+#: The sentences a result or an error keeps in English (why a task failed, which file
+#: was changed, what went wrong): `again` says them in the reader's language.
+KEPT = ("reason.", "limit.", "file.", "problem.", "error.")
+FIELD = re.compile(r"\{(\w+)\}")
+
+
+def say(lang: str, key: str, **fields: object) -> str:
+    """The sentence ``key`` in ``lang``, its blanks filled."""
+    return SENTENCES[lang][key].format(**fields)
+
+
+@cache
+def _pattern(template: str) -> re.Pattern[str]:
+    """A regular expression that matches what the English template says: its blanks, groups."""
+    pieces = FIELD.split(template)  # text, name, text, name, ..., text
+    parts = [
+        re.escape(piece) if index % 2 == 0 else f"(?P<{piece}>.+?)"
+        for index, piece in enumerate(pieces)
+    ]
+    return re.compile("".join(parts), re.DOTALL)
+
+
+def again(text: str, lang: str) -> str:
+    """A sentence of the tool's, kept in English, said in ``lang``; any other text as it is.
+
+    Its blanks are said again too: "not run: the whole check was stopped after 9 s" is one
+    sentence inside another.  A test's own failure ("AssertionError: ...") is data.
+    """
+    if lang == "en":
+        return text
+    for key, template in SENTENCES["en"].items():
+        if key.startswith(KEPT) and (match := _pattern(template).fullmatch(text)):
+            fields = {name: again(value, lang) for name, value in match.groupdict().items()}
+            return say(lang, key, **fields)
+    return text

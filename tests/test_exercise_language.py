@@ -1,0 +1,328 @@
+"""The exercise tool in Chinese (shared/tools/exercises/, messages.py, shared/tools/language.py).
+
+- `start --lang zh-CN` writes the Chinese instructions into the workspace, and the
+  locale chooses Chinese when no --lang does; the workspace remembers its language.
+- Every exercise has as many Chinese hints as English ones, with the code kept as it is;
+  `hint` prints them.
+- `check` says its own sentences in Chinese (task passed or failed, the limits, changed
+  files, the score); what a program reads, the results formats and the exit status,
+  is the same in either language.
+- `lab apply` names the Chinese guide; an unknown --lang is an error, exit status 2.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shared.tools.exercises import catalog, messages, workspace
+from shared.tools.exercises.cli import main
+from shared.tools.exercises.messages import SENTENCES, again, say
+from shared.tools.language import LANGUAGES
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = sorted(path.parent.name for path in catalog.EXERCISES.glob("*/exercise.toml"))
+CJK = re.compile(r"[\u4e00-\u9fff]")
+#: What a hint names from the code: dotted names and snake_case ones, never translated.
+CODE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+")
+LOCALE = ("LC_ALL", "LC_MESSAGES", "LANG")
+PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
+
+
+@pytest.fixture(autouse=True)
+def no_locale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No locale at all, unless a test sets one: the tool's default is English."""
+    for name in LOCALE:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for out/exercises/, where default workspaces go."""
+    folder = tmp_path / "out-exercises"
+    monkeypatch.setattr(workspace, "OUT", folder)
+    return folder
+
+
+def exercise_of(name: str) -> catalog.Exercise:
+    """The exercise, which must exist."""
+    exercise = catalog.find(name)
+    assert exercise is not None
+    return exercise
+
+
+# --- start ------------------------------------------------------------------------------
+
+
+def test_start_in_chinese_writes_the_chinese_instructions_and_says_so_in_chinese(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercise = exercise_of("s1-connect")
+    folder = tmp_path / "ws"
+    assert main(["start", "s1-connect", "--lang", "zh-CN", "--into", str(folder)]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("s1-connect 的工作区：") and "先读 " in said
+    assert "nox -s exercise -- check s1-connect --in " in said  # the command, untranslated
+    written = (folder / "INSTRUCTIONS.md").read_text(encoding="utf-8")
+    chinese = exercise.instructions_in("zh-CN").read_text(encoding="utf-8")
+    assert written == workspace.instructions(exercise, "zh-CN") != chinese
+    assert written.startswith("# s1-connect：")
+    assert workspace.read_marker(folder) == {
+        "exercise": "s1-connect",
+        "hints_shown": 0,
+        "lang": "zh-CN",
+    }
+    # the rest of the workspace is what an English start makes
+    assert (folder / "stage1_callbacks" / "crawler.py").read_text(encoding="utf-8").count(
+        "raise NotImplementedError"
+    ) == len(exercise.replace)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_s_chinese_instructions_name_where_the_english_ones_are(name: str) -> None:
+    """In a workspace the English README is not beside the Chinese: the note says where it is."""
+    exercise = exercise_of(name)
+    text = workspace.instructions(exercise, "zh-CN")
+    assert workspace.ORIGINAL_BESIDE not in text
+    assert f"shared/tools/exercises/{name}/README.md" in text.split("\n## ")[0], name
+    assert len(CJK.findall(text)) > 500, f"{name}: README.zh-CN.md is not Chinese"
+
+
+def test_the_locale_chooses_chinese_where_no_lang_does_and_lang_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercise = exercise_of("s1-loop")
+    english = exercise.instructions.read_text(encoding="utf-8")
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert main(["start", "s1-loop", "--into", str(tmp_path / "zh")]) == 0
+    assert (tmp_path / "zh" / "INSTRUCTIONS.md").read_text(encoding="utf-8") == (
+        workspace.instructions(exercise, "zh-CN")
+    )
+    assert main(["start", "s1-loop", "--lang", "en", "--into", str(tmp_path / "en")]) == 0
+    assert (tmp_path / "en" / "INSTRUCTIONS.md").read_text(encoding="utf-8") == english
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")  # the first set variable decides: not Chinese
+    assert main(["start", "s1-loop", "--into", str(tmp_path / "c")]) == 0
+    assert (tmp_path / "c" / "INSTRUCTIONS.md").read_text(encoding="utf-8") == english
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("s1-loop 的工作区") and said[-1].startswith("read ")
+
+
+# --- hints --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_has_as_many_chinese_hints_as_english_with_the_code_kept(
+    name: str,
+) -> None:
+    exercise = exercise_of(name)
+    english, chinese = exercise.hints, exercise.hints_in("zh-CN")
+    assert len(chinese) == len(english), (
+        f"{name}: {len(english)} hints in exercise.toml's `hints`, {len(chinese)} in "
+        "`hints-zh-CN`: translate each, in the same order"
+    )
+    for number, (theirs, ours) in enumerate(zip(english, chinese, strict=True), 1):
+        assert CJK.search(ours), f"{name}: Chinese hint {number} is not Chinese"
+        missing = [code for code in CODE.findall(theirs) if code not in ours]
+        assert not missing, f"{name}: Chinese hint {number} lacks the code {missing}"
+
+
+def test_hint_in_chinese_prints_the_chinese_hints_and_shares_the_count(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercise = exercise_of("s1-loop")
+    chinese = exercise.hints_in("zh-CN")
+    assert main(["hint", "s1-loop", "--lang", "zh-CN"]) == 0
+    assert capsys.readouterr().out == f"提示 1/{len(chinese)}：{chinese[0]}\n"
+    assert main(["hint", "s1-loop", "--lang", "en"]) == 0  # one count, whatever the language
+    assert capsys.readouterr().out.startswith(f"hint 2 of {len(chinese)}: {exercise.hints[1]}")
+
+
+def test_a_workspace_started_in_chinese_gives_its_hints_in_chinese(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercise = exercise_of("s2-future")
+    assert main(["start", "s2-future", "--lang", "zh-CN"]) == 0  # the default workspace
+    capsys.readouterr()
+    total = len(exercise.hints)
+    for _ in range(total + 1):
+        assert main(["hint", "s2-future"]) == 0
+    said = capsys.readouterr().out
+    assert f"提示 {total}/{total}：" in said
+    assert f"s2-future 没有更多提示了；下面是全部 {total} 条：" in said
+    assert exercise.hints[0] not in said
+
+
+# --- check --------------------------------------------------------------------------------
+
+
+def test_the_sentences_are_the_same_in_every_language_with_the_same_blanks() -> None:
+    blank = re.compile(r"\{(\w+)\}")
+    assert tuple(SENTENCES) == LANGUAGES
+    for lang, table in SENTENCES.items():
+        assert table.keys() == SENTENCES["en"].keys(), lang
+        for key, text in table.items():
+            assert set(blank.findall(text)) == set(blank.findall(SENTENCES["en"][key])), key
+            assert lang == "en" or CJK.search(text), f"{lang} {key} is not translated"
+
+
+def plugin() -> object:
+    """tests/exercises/conftest.py as a module: the plugin that bounds each test in time."""
+    spec = importlib.util.spec_from_file_location(
+        "exercise_plugin", ROOT / "tests" / "exercises" / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_limits_and_the_tool_s_reasons_are_said_again_in_chinese() -> None:
+    """A result keeps the English; the screen gets Chinese, sentence within sentence."""
+    limit: str = plugin().limit_message(1.5)  # type: ignore[attr-defined]
+    assert limit == say("en", "limit.test", seconds="1.5")  # the plugin's words are ours
+    assert again(limit, "zh-CN") == say("zh-CN", "limit.test", seconds="1.5")
+    nested = f"not run: a test of task 2 already {limit}"  # as the plugin words it
+    assert again(nested, "zh-CN") == "未运行：任务 2 的一个测试已经" + say(
+        "zh-CN", "limit.test", seconds="1.5"
+    )
+    whole = "not run: " + say("en", "limit.whole", seconds="9")
+    assert again(whole, "zh-CN") == "未运行：整个检查在 9 秒后被停止"
+    data = "AssertionError: not run: the crawl ended early"  # a test's own words: data
+    assert again(data, "zh-CN") == data
+    assert again(limit, "en") == limit
+
+
+def check(folder: Path, *argv: str) -> tuple[int, dict[str, bytes]]:
+    """`check` task 1 of the s1-loop workspace, every results format into a file of its
+    own: the exit status, and each file's bytes by format (the screen gets the text)."""
+    formats = ("json", "junit", "exercism", "gradescope")
+    outputs = {form: folder.parent / f"{folder.name}-{form}{'-'.join(argv)}" for form in formats}
+    args = ["check", "s1-loop", "--in", str(folder), "--task", "1", *argv]
+    for form, path in outputs.items():
+        args += ["--format", form, "--output", str(path)]
+    status = main(args)
+    return status, {form: path.read_bytes() for form, path in outputs.items()}
+
+
+def test_check_speaks_chinese_and_its_results_and_status_do_not_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "ws"
+    assert main(["start", "s1-loop", "--lang", "zh-CN", "--into", str(folder)]) == 0
+    capsys.readouterr()
+    status, chinese = check(folder)  # the workspace's language: Chinese
+    screen = capsys.readouterr().out
+    assert status == 1
+    assert screen.startswith("任务 1：未通过 - NotImplementedError: exercise s1-loop: write ")
+    assert "s1-loop：1 个任务中通过了 0 个，得分 0/1" in screen
+    assert "（每个测试自己的报告：nox -s exercise -- check s1-loop --verbose）" in screen
+    english_status, english = check(folder, "--lang", "en")
+    assert capsys.readouterr().out.startswith("task 1: FAILED - NotImplementedError: ")
+    assert english_status == status
+    assert chinese == english, "a results file changed with the language"
+    assert b"task 1: FAILED" in english["gradescope"]  # its `output`: the English text
+
+    (folder / "tests" / "conftest.py").unlink()  # a file that judges: not judged, exit 2
+    status, chinese = check(folder)
+    screen = capsys.readouterr().out
+    assert status == 2
+    assert "被改动的评判文件：tests/conftest.py（被删除）" in screen
+    assert "任务 1：未通过 - 未评判：评判练习的文件被改动了" in screen
+    english_status, english = check(folder, "--lang", "en")
+    assert english_status == 2 and chinese == english
+    assert "tampered: tests/conftest.py (removed)" in capsys.readouterr().out
+
+
+# --- lab, and a language the tool does not speak ------------------------------------------
+
+
+def test_lab_apply_in_chinese_names_the_chinese_guide(tmp_path: Path) -> None:
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("*.pyc"))
+
+    def lab(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "shared.tools.exercises", "lab", *argv],
+            cwd=tmp_path,
+            env={"PYTHONPATH": str(tmp_path), "LANG": "zh_CN.UTF-8"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    applied = lab("apply", "1")  # the locale says Chinese
+    assert applied.returncode == 0, applied.stderr
+    assert "先预测（labs/01-forget-task-done.zh-CN.md），再运行" in applied.stdout
+    undone = lab("undo", "1", "--lang", "en")
+    assert undone.returncode == 0, undone.stderr
+    assert undone.stdout.startswith("lab 01-forget-task-done: restored ")
+    for package in PACKAGES:  # the copy is back as it was
+        for path in (ROOT / package).rglob("*.py"):
+            copy = tmp_path / path.relative_to(ROOT)
+            assert copy.read_bytes() == path.read_bytes(), path
+
+
+def test_what_stops_a_student_s_verb_is_said_in_chinese_too(
+    tmp_path: Path, out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["check", "s1-loop", "--in", str(tmp_path), "--lang", "zh-CN"]) == 2
+    assert capsys.readouterr().err == (
+        f"{tmp_path} 不是工作区：先运行 `nox -s exercise -- start s1-loop --into {tmp_path}`\n"
+    )
+    assert main(["start", "s1-loop", "--into", str(tmp_path), "--lang", "zh-CN"]) == 2
+    assert "已经存在，而且不是工作区：请选择一个新的或空的目录" in capsys.readouterr().err
+    assert main(["hint", "no-such-exercise", "--lang", "zh-CN"]) == 2
+    assert "没有名为 'no-such-exercise' 的练习；现有的练习：" in capsys.readouterr().err
+    assert main(["check", "s1-loop", "--in", str(tmp_path)]) == 2  # no locale: English
+    assert "is not a workspace: run `nox -s exercise -- start" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["start", "s1-loop", "--lang", "fr"],
+        ["hint", "s1-loop", "--lang", "zh"],
+        ["check", "s1-loop", "--lang", "zh_CN"],
+        ["lab", "list", "--lang", "de"],
+    ],
+)
+def test_an_unknown_language_is_an_error_that_names_the_known_ones(
+    argv: list[str], out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    said = capsys.readouterr().err
+    assert f"invalid choice: '{argv[-1]}'" in said and "'en', 'zh-CN'" in said
+    assert not out.exists(), "nothing was started"
+
+
+def test_the_tool_s_sentences_come_from_one_table() -> None:
+    """No module of the tool writes a sentence of its own that the table holds."""
+    tool = catalog.EXERCISES
+    code = "".join(
+        (tool / name).read_text(encoding="utf-8")
+        for name in ("cli.py", "reports.py", "checking.py", "manifest.py", "workspace.py")
+    )
+    for sentence in (
+        "tasks passed",
+        "no more hints",
+        "predict first",
+        "emptied, for you",
+        "(changed)",
+        "not judged",
+        "stopped after",
+        "FAILED - ",
+        "is not a workspace: run",
+        "no exercise named",
+    ):
+        assert sentence not in code, sentence
+        assert any(sentence in text for text in messages.SENTENCES["en"].values())
