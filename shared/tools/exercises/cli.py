@@ -38,6 +38,23 @@ class Usage(Exception):
     """A request the tool cannot carry out: printed, exit status 2."""
 
 
+def add_time_limits(verb: argparse.ArgumentParser, whole: str) -> None:
+    """Add --time-limit (per test) and --total-limit (for ``whole``) to a verb that checks."""
+    verb.add_argument(
+        "--time-limit",
+        type=float,
+        default=checking.DEFAULT_TIME_LIMIT,
+        metavar="S",
+        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
+    )
+    verb.add_argument(
+        "--total-limit",
+        type=float,
+        metavar="S",
+        help=f"seconds {whole} may take (default: 10 time limits and a minute)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every verb."""
     top = argparse.ArgumentParser(
@@ -54,19 +71,7 @@ def parser() -> argparse.ArgumentParser:
     check = verbs.add_parser("check", help="run the exercise's tests on the workspace, per task")
     check.add_argument("name", metavar="NAME")
     check.add_argument("--in", dest="folder", type=Path, metavar="DIR")
-    check.add_argument(
-        "--time-limit",
-        type=float,
-        default=checking.DEFAULT_TIME_LIMIT,
-        metavar="S",
-        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
-    )
-    check.add_argument(
-        "--total-limit",
-        type=float,
-        metavar="S",
-        help="seconds the whole check may take (default: 10 time limits and a minute)",
-    )
+    add_time_limits(check, "the whole check")
     check.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output")
     check.add_argument("--task", type=int, metavar="N", help="run task N's tests alone")
     check.add_argument(
@@ -94,19 +99,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("name", metavar="NAME")
     grade.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
     grade.add_argument("--csv", type=Path, metavar="PATH", help="write the table as CSV too")
-    grade.add_argument(
-        "--time-limit",
-        type=float,
-        default=checking.DEFAULT_TIME_LIMIT,
-        metavar="S",
-        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
-    )
-    grade.add_argument(
-        "--total-limit",
-        type=float,
-        metavar="S",
-        help="seconds each student's check may take (default: 10 time limits and a minute)",
-    )
+    add_time_limits(grade, "each student's check")
     return top
 
 
