@@ -11,12 +11,12 @@ already, tests that did not run) or when a file that judges the exercise was cha
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from shared import reader_left
 from shared.tools.exercises import answers, checking, grading, handout, lab, reports, workspace
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import (
@@ -31,7 +31,6 @@ from shared.tools.exercises.catalog import (
 
 # How the README tells students to run this tool; a handout has no nox.
 COMMAND = handout.TOOL if workspace.in_handout() else "nox -s exercise --"
-EXIT_PIPE = 141  # 128 + SIGPIPE, as the crawlers' command line (shared/cli.py) exits
 
 
 class Usage(Exception):
@@ -282,12 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = run(args)
         sys.stdout.flush()
-    except BrokenPipeError:
-        # Our reader left (`| head`): stop quietly, as the crawlers' command line does.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.dup2(devnull, sys.stderr.fileno())
-        return EXIT_PIPE
+    except BrokenPipeError:  # our reader left (`| head`): stop quietly
+        return reader_left()
     return status
 
 
