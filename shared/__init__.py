@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -15,6 +16,9 @@ USER_AGENT = f"crawler500/{__version__}"
 #: The three stages, in the order they are taught: short name -> package.  The one list of
 #: them: the tests, the tools and the noxfile all read it from here.
 STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
+
+#: The exit status of a command line whose reader left (``| head``): the shell's 128 + SIGPIPE.
+EXIT_PIPE = 141
 
 
 def lazy_exports(module: str, names: list[str]) -> Callable[[str], object]:
@@ -47,3 +51,15 @@ def run_stage(package: str) -> NoReturn:
 
         crawler = importlib.import_module(f"{package}.crawler")
         sys.exit(main(package, crawler.crawl))
+
+
+def reader_left() -> int:
+    """Say no more, as cat or grep would once their reader left (``| head``, a pager quit
+    early); return EXIT_PIPE.  Every command line of the project ends so.
+
+    Points stdout and stderr at /dev/null, or Python's last flush complains.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.dup2(devnull, sys.stderr.fileno())
+    return EXIT_PIPE

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-from shared import STAGES, interrupt, log, tasktree
+from shared import STAGES, interrupt, log, reader_left, tasktree
 from shared.crawling import Options, root_url
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, report, write_json
@@ -26,8 +25,9 @@ from shared.trace_events import TraceEvents
 
 Crawl = Callable[[Sequence[str], Options], CrawlResult]
 
-# 130 and 141 follow the shell's 128 + signal number: SIGINT (Ctrl-C) and SIGPIPE.
-EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_PIPE = 0, 2, 130, 141
+# 130 follows the shell's 128 + signal number for SIGINT (Ctrl-C); SIGPIPE's 141 is
+# shared.EXIT_PIPE, what every command line of the project exits with when its reader left.
+EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
@@ -261,11 +261,6 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
         if args.json == "-":
             write_json(result, sys.stdout, extra)
         sys.stdout.flush()
-    except BrokenPipeError:
-        # Our reader left (`| head`, a pager quit early).  Say no more, as cat or grep
-        # would: point stdout and stderr at /dev/null, or Python's last flush complains.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.dup2(devnull, sys.stderr.fileno())
-        return EXIT_PIPE
+    except BrokenPipeError:  # our reader left: the JSON file is written, say no more
+        return reader_left()
     return EXIT_INTERRUPTED if result.interrupted else EXIT_OK

@@ -6,16 +6,13 @@ suite: every test that asks for the ``stage`` fixture runs once per stage.
 
 from __future__ import annotations
 
-import contextlib
 import faulthandler
 import importlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -27,7 +24,7 @@ import pytest
 from shared import STAGES as ALL_STAGES
 from shared import log
 from shared.crawling import Options
-from shared.testsite import ServerTLS, Site, local_tls, serve
+from shared.testsite import ServerTLS, Site, local_tls, raw, serve
 
 STAGES = list(ALL_STAGES.values())  # the packages, in the order they are taught
 
@@ -113,49 +110,9 @@ def either_site(request: pytest.FixtureRequest, test_ca: ServerTLS) -> tuple[Sit
 @pytest.fixture(scope="session")
 def lingering_tls_server(test_ca: ServerTLS) -> Iterator[str]:
     """An https server that sends one page, then keeps the connection open until the client
-    closes it (as a keep-alive server may, whatever the request said).
-
-    Once the page is in, the socket never turns readable again: a client that leaves
-    decrypted bytes in its TLS buffer and waits for select() waits until its timeout.
-    Yields the base URL; every path gets the same 5 000-byte page.
-    """
-    body = b"<html><body>" + b"x" * 5000 + b"</body></html>"
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: %d\r\n\r\n"
-    response = head % len(body) + body
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)  # so the thread notices the stop flag
-    stop = threading.Event()
-
-    def answer(conn: socket.socket) -> None:
-        with (
-            contextlib.suppress(OSError),
-            test_ca.context.wrap_socket(conn, server_side=True) as tls,
-        ):
-            tls.settimeout(10)
-            request = b""
-            while b"\r\n\r\n" not in request and (chunk := tls.recv(4096)):
-                request += chunk
-            tls.sendall(response)
-            while tls.recv(4096):  # linger: only the client's close ends the connection
-                pass
-
-    def serve_forever() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            conn.settimeout(10)
-            threading.Thread(target=answer, args=(conn,), daemon=True).start()
-
-    thread = threading.Thread(target=serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"https://127.0.0.1:{listener.getsockname()[1]}/"
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
+    closes it: shared.testsite.raw.lingering_tls_server, with the test CA's certificate."""
+    with raw.lingering_tls_server(test_ca.context) as base_url:
+        yield base_url
 
 
 HANG_LIMIT_S = 120  # far above any test's time: only a hang ever reaches it

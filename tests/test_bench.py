@@ -12,19 +12,19 @@ import json
 import os
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_crawl import assert_matches_oracle
+from test_crawl import crawl_the_hostile_site
 
 from shared import STAGES
 from shared.crawling import Options
 from shared.observe import watching
 from shared.testsite import Site, serve
+from shared.testsite.oracle import assert_matches_oracle
 from shared.timeline import Timeline
 from shared.tools.bench import compare, measure, pagecost, server, threaded
 from shared.tools.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
@@ -71,14 +71,9 @@ def test_threaded_gives_the_oracles_pages_and_records(default_site: tuple[Site, 
 
 def test_threaded_retries_and_times_out_like_the_stages() -> None:
     """Silence, resets, short bodies, garbage, 20 MB: each a record, in bounded time."""
-    site = Site(hostile=True)
-    with serve(site) as base_url:
-        started = time.monotonic()
-        result = threaded.crawl([base_url], Options(timeout=0.5, max_tries=2))
-        assert time.monotonic() - started < 20
-        assert_matches_oracle(result, site.expected(base_url, max_tries=2))
-        silent = result.by_url()[base_url + "hostile/silent"]
-        assert silent.tries == 2 and "Timeout" in (silent.error or "")
+    result, base_url = crawl_the_hostile_site(threaded.crawl, 20)
+    silent = result.by_url()[base_url + "hostile/silent"]
+    assert silent.tries == 2 and "Timeout" in (silent.error or "")
 
 
 def test_threaded_never_has_more_than_max_tasks_requests_at_once() -> None:

@@ -212,6 +212,24 @@ def processes() -> Iterator[Callable[..., Run]]:
             run.proc.wait()
 
 
+def lab_command(name: str, tmp_path: Path) -> tuple[list[str], Path]:
+    """The guide's one command, and a copy of the code with the lab applied (the lab's
+    number is the guide's first two characters)."""
+    (command,) = commands(guide(name))
+    return command, applied_copy(name[:2], tmp_path / "code")
+
+
+@contextmanager
+def command_and_variant(name: str, extra: str, tmp_path: Path) -> Iterator[tuple[Run, Run]]:
+    """The guide's two commands, the second the first with ``extra`` added, both started on
+    a copy with the lab applied (the lab's number is the guide's first two characters)."""
+    command, variant = commands(guide(name))
+    assert variant == [*command, extra]
+    code = applied_copy(name[:2], tmp_path / "code")
+    with processes() as start:
+        yield start(command, tmp_path / "command", code), start(variant, tmp_path / "variant", code)
+
+
 def crawl_argv(command: list[str], base_url: str, json_path: Path | None = None) -> list[str]:
     """A guide's ``-m STAGE --site-pages N ...`` command, aimed at our site instead.
 
@@ -410,9 +428,7 @@ def test_a_diff_at_the_wrong_line_is_refused() -> None:
 
 
 def test_lab1_without_task_done_the_crawl_waits_after_the_last_page(tmp_path: Path) -> None:
-    text = guide("01-forget-task-done.md")
-    code = applied_copy("01", tmp_path / "code")
-    (command,) = commands(text)
+    command, code = lab_command("01-forget-task-done.md", tmp_path)
     site = six_pages()
     with serve(site) as base_url, processes() as start:
         expected = site.expected(base_url)
@@ -457,9 +473,7 @@ def test_lab1_without_task_done_the_crawl_waits_after_the_last_page(tmp_path: Pa
 
 
 def test_lab2_without_yield_from_no_connection_is_ever_made(tmp_path: Path) -> None:
-    text = guide("02-forget-yield-from.md")
-    code = applied_copy("02", tmp_path / "code")
-    (command,) = commands(text)
+    command, code = lab_command("02-forget-yield-from.md", tmp_path)
     site = six_pages()
     with serve(site) as base_url, processes() as start:
         run = start_crawl(start, command, base_url, tmp_path, code)
@@ -480,6 +494,7 @@ def test_lab2_without_yield_from_no_connection_is_ever_made(tmp_path: Path) -> N
     assert all((r["status"], r["tries"]) == (None, 4) for r in records.values())
     # The guide's question names the other `yield from` one could forget.
     lines = (ROOT / "stage2_generators" / "crawler.py").read_text("utf-8").splitlines()
+    text = guide("02-forget-yield-from.md")
     assert "line 127" in text and "yield from sock_recv(" in lines[127 - 1]
     if sys.platform == "linux":  # elsewhere the send may fail with another OSError
         assert failed.endswith("raise BrokenPipeError")
@@ -608,10 +623,8 @@ def test_lab4_a_callback_traceback_starts_in_the_loop(tmp_path: Path) -> None:
 
 
 def test_lab5_the_guides_script_prints_what_the_guide_says(tmp_path: Path) -> None:
-    text = guide("05-cancel-one-waiter.md")
     (output,) = blocks(answer("05-cancel-one-waiter.md"), "text")
-    (command,) = commands(text)
-    code = applied_copy("05", tmp_path / "code")
+    command, code = lab_command("05-cancel-one-waiter.md", tmp_path)
     with processes() as start:
         run = start(command, tmp_path / "run", code)
         assert run.wait() == 0, run.stderr
@@ -698,13 +711,8 @@ def test_lab5_stage3_does_the_same() -> None:
 def test_lab6_the_bare_loop_sees_the_deadlock_and_a_watched_socket_hides_it(
     tmp_path: Path,
 ) -> None:
-    text = guide("06-a-future-nobody-resolves.md")
-    plain, watching = commands(text)
-    assert watching == [*plain, "--watch-a-socket"]
-    code = applied_copy("06", tmp_path / "code")
-    with processes() as start:
-        bare = start(plain, tmp_path / "bare", code)
-        watched = start(watching, tmp_path / "watched", code)
+    lab = "06-a-future-nobody-resolves.md"
+    with command_and_variant(lab, "--watch-a-socket", tmp_path) as (bare, watched):
         assert bare.wait() == 1
         time.sleep(1.5)  # time to start and reach select(), which then never returns
         assert watched.proc.poll() is None, watched.stderr
@@ -842,13 +850,7 @@ def test_lab8_the_tree_says_robots_txt_waits_to_read_and_worker0_waits_for_it(
 def test_lab9_our_task_refuses_asyncios_bare_yield_and_asyncio_finds_no_loop(
     tmp_path: Path,
 ) -> None:
-    text = guide("09-await-asyncio-on-our-loop.md")
-    turn, timer = commands(text)
-    assert timer == [*turn, "0.5"]
-    code = applied_copy("09", tmp_path / "code")
-    with processes() as start:
-        ours = start(turn, tmp_path / "turn", code)
-        theirs = start(timer, tmp_path / "timer", code)
+    with command_and_variant("09-await-asyncio-on-our-loop.md", "0.5", tmp_path) as (ours, theirs):
         assert ours.wait() == 1, ours.stderr
         assert theirs.wait() == 1, theirs.stderr
     assert ours.stdout == "" and theirs.stdout == "", "neither run may print `slept ...`"

@@ -31,6 +31,16 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
+def run(
+    argv: list[str], timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` from the repository's root, its output captured as text, for at most
+    ``timeout`` seconds; its exit status is for the test to check."""
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env, check=False
+    )
+
+
 def ci_script() -> ModuleType:
     """.ci/class.py, imported (it runs nothing on import)."""
     spec = importlib.util.spec_from_file_location("ci_class", ROOT / ".ci" / "class.py")
@@ -140,14 +150,7 @@ def test_a_new_venv_installs_the_class_from_the_wheelhouse_with_no_index(tmp_pat
     # pass the suite's two-minute hang limit, so this test has ten minutes instead.
     faulthandler.dump_traceback_later(600, exit=True)
     wheels = tmp_path / "wheels"
-    filled = subprocess.run(
-        [sys.executable, "-m", "shared.tools.wheelhouse", str(wheels), "--here"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-        check=False,
-    )
+    filled = run([sys.executable, "-m", "shared.tools.wheelhouse", str(wheels), "--here"], 600)
     assert filled.returncode == 0, filled.stdout + filled.stderr
     listed = (wheels / "wheels.txt").read_text(encoding="utf-8").splitlines()
     count = len(list(wheels.glob("*.whl")))
@@ -161,14 +164,7 @@ def test_a_new_venv_installs_the_class_from_the_wheelhouse_with_no_index(tmp_pat
     }
     offline.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull)
     install = [str(python), "-m", "pip", "install", "--no-index", "--find-links", str(wheels)]
-    done = subprocess.run(
-        [*install, "-r", str(wheels / "requirements.txt")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=offline,
-        check=False,
-    )
+    done = run([*install, "-r", str(wheels / "requirements.txt")], 600, env=offline)
     assert done.returncode == 0, done.stdout + done.stderr
     imports = "import aiohttp, lxml, pytest, pytest_asyncio, trustme, nox"
     assert subprocess.run([str(python), "-c", imports], check=False).returncode == 0
@@ -212,14 +208,7 @@ def test_the_stack_ripping_demo_fits_on_a_screen(module: str) -> None:
     text = (ROOT / "shared" / "SETUP.md").read_text(encoding="utf-8")
     demo = re.search(r"`nox -s stage1 -- (--site-pages 6 --fail-on /p/3)`", text)
     assert demo
-    done = subprocess.run(
-        [sys.executable, "-m", module, *demo[1].split()],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-        check=False,
-    )
+    done = run([sys.executable, "-m", module, *demo[1].split()], 60)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("Traceback (most recent call last):") == 1
     report = [line for line in done.stdout.splitlines() if line.startswith("http")]

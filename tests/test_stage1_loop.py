@@ -7,132 +7,38 @@ robots.txt, to keep to one socket per URL; tests/test_crawl.py checks robots.txt
 
 from __future__ import annotations
 
-import contextlib
 import os
 import selectors
 import socket
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from stage1_harness import WatchedLoop, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
 from shared.log import ERROR, Record
 from shared.testsite import ServerTLS, Site, serve
+from shared.testsite.raw import closed_port_url, links, page, raw_server, silent_server
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Crawler, Fetcher
 from stage1_callbacks.loop import Callback, EventLoop
 
 NO_ROBOTS = Options(ignore_robots=True)
 
-# --- small local servers ----------------------------------------------------------------
-
-
-def page(body: str, status: int = 200, content_type: str = "text/html") -> bytes:
-    """Return a complete HTTP response with a Content-Length."""
-    data = body.encode()
-    head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
-    return (head + f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
-
-
-def links(*paths: str) -> bytes:
-    """Return an HTML page linking to these paths."""
-    return page("".join(f'<a href="{path}">{path}</a>' for path in paths))
-
-
-@contextlib.contextmanager
-def raw_server(answer: Callable[[str], bytes]) -> Iterator[str]:
-    """Serve ``answer(path)``'s bytes to each request, one connection at a time.
-
-    Yields the base URL.  The whole request is read before answering, however long
-    it is, so a test can make the crawler send its request in pieces.
-    """
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)  # so the thread notices the stop flag
-    stop = threading.Event()
-
-    def serve_forever() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                conn.settimeout(5)
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    chunk = conn.recv(1 << 20)
-                    if not chunk:
-                        break
-                    request += chunk
-                if request:
-                    path = request.split(b" ", 2)[1].decode()
-                    conn.sendall(answer(path))
-
-    thread = threading.Thread(target=serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
-
-
-def closed_port_url() -> str:
-    """Return a URL on a 127.0.0.1 port that nothing listens on (connect is refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
-
-
-@contextlib.contextmanager
-def silent_server() -> Iterator[str]:
-    """A socket that listens but never accepts: connects succeed, no answer ever comes."""
-    with socket.create_server(("127.0.0.1", 0), backlog=16) as listener:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
-
-
 # --- watching the crawler's loop ------------------------------------------------------
 
 
-class SpyLoop(EventLoop):
-    """An EventLoop that remembers every socket registered with it, and what was left."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sockets: list[socket.socket] = []
-        self.left_registered: dict[int, Any] | None = None
-
-    def register(self, sock: socket.socket, events: int, callback: Callback) -> None:
-        # Only the crawl's own: the socket the loop watches for Ctrl-C is a Unix socket.
-        if sock not in self.sockets and sock.family != socket.AF_UNIX:
-            self.sockets.append(sock)
-        super().register(sock, events, callback)
-
-    def close(self) -> None:
-        self.left_registered = dict(self.selector.get_map())
-        super().close()
-
-
 @pytest.fixture
-def loops(monkeypatch: pytest.MonkeyPatch) -> list[SpyLoop]:
-    """The SpyLoops the stage 1 crawler makes during the test (one per crawl)."""
-    made: list[SpyLoop] = []
-
-    def make(*args: Any, **kwargs: Any) -> SpyLoop:
-        made.append(SpyLoop(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(stage1_crawler, "EventLoop", make)
-    return made
+def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
+    """The loops the stage 1 crawler makes during the test (one per crawl)."""
+    return watch_crawls(monkeypatch)
 
 
-def assert_all_closed(loop: SpyLoop) -> None:
+def assert_all_closed(loop: WatchedLoop) -> None:
     """Nothing is left in the selector, every socket is closed, and the selector too."""
     assert loop.sockets, "the crawl opened no socket at all"
     assert loop.left_registered == {}
@@ -259,7 +165,7 @@ def test_a_timer_cancelled_by_a_socket_callback_of_the_same_turn_does_not_fire()
 # --- every path closes its socket -------------------------------------------------------
 
 
-def test_success_closes_the_socket(loops: list[SpyLoop]) -> None:
+def test_success_closes_the_socket(loops: list[WatchedLoop]) -> None:
     with raw_server(lambda path: page("<p>hello</p>")) as base:
         result = stage1_callbacks.crawl([base], NO_ROBOTS)
     [stat] = result.fetches
@@ -268,7 +174,7 @@ def test_success_closes_the_socket(loops: list[SpyLoop]) -> None:
 
 
 def test_connection_refused_closes_the_socket_and_counts_every_try(
-    loops: list[SpyLoop],
+    loops: list[WatchedLoop],
 ) -> None:
     result = stage1_callbacks.crawl([closed_port_url()], Options(max_tries=3, ignore_robots=True))
     [stat] = result.fetches
@@ -278,7 +184,7 @@ def test_connection_refused_closes_the_socket_and_counts_every_try(
     assert_all_closed(loops[0])
 
 
-def test_timeout_closes_the_socket_and_is_a_failed_try(loops: list[SpyLoop]) -> None:
+def test_timeout_closes_the_socket_and_is_a_failed_try(loops: list[WatchedLoop]) -> None:
     with silent_server() as base:
         start = time.monotonic()
         result = stage1_callbacks.crawl(
@@ -292,7 +198,7 @@ def test_timeout_closes_the_socket_and_is_a_failed_try(loops: list[SpyLoop]) -> 
     assert_all_closed(loops[0])
 
 
-def test_a_garbage_answer_is_a_failed_try(loops: list[SpyLoop]) -> None:
+def test_a_garbage_answer_is_a_failed_try(loops: list[WatchedLoop]) -> None:
     with raw_server(lambda path: b"SPAM SPAM SPAM\r\n\r\n") as base:
         result = stage1_callbacks.crawl([base], Options(max_tries=2, ignore_robots=True))
     [stat] = result.fetches
@@ -302,7 +208,7 @@ def test_a_garbage_answer_is_a_failed_try(loops: list[SpyLoop]) -> None:
 
 
 def test_a_request_bigger_than_the_socket_buffer_is_sent_in_pieces(
-    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch
+    loops: list[WatchedLoop], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     padding = "X-Padding: " + "p" * (8 * 1024 * 1024) + "\r\n"
     original = stage1_crawler.request_bytes
@@ -328,7 +234,7 @@ def test_a_request_bigger_than_the_socket_buffer_is_sent_in_pieces(
 
 
 def test_an_exception_in_a_callback_is_recorded_for_its_url_and_the_crawl_goes_on(
-    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch, logged: list[Record]
+    loops: list[WatchedLoop], monkeypatch: pytest.MonkeyPatch, logged: list[Record]
 ) -> None:
     pages = {"/": links("/a", "/b", "/c"), "/a": links("/e"), "/b": links("/d")}
     original = Crawler.parse_links
@@ -358,7 +264,7 @@ def test_an_exception_in_a_callback_is_recorded_for_its_url_and_the_crawl_goes_o
 
 
 def test_ctrl_c_closes_every_socket_and_returns_the_partial_result(
-    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch
+    loops: list[WatchedLoop], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_connected = Fetcher._on_connected
     connected: list[str] = []
@@ -405,7 +311,7 @@ def https_site(test_ca: ServerTLS) -> Iterator[tuple[str, Options]]:
 
 
 def test_https_handshake_is_a_callback_of_its_own_and_every_socket_is_closed(
-    loops: list[SpyLoop], monkeypatch: pytest.MonkeyPatch, https_site: tuple[str, Options]
+    loops: list[WatchedLoop], monkeypatch: pytest.MonkeyPatch, https_site: tuple[str, Options]
 ) -> None:
     steps: list[str] = []
     on_handshake = Fetcher._on_handshake

@@ -1,7 +1,9 @@
 """Unit tests for the stage 2 framework: the chapter's claims about coroutines, as tests.
 
-Plain synchronous tests: each one makes a fresh EventLoop, drives coroutines with
-run_until_complete() and closes the loop.
+Plain synchronous tests: each one gets a fresh EventLoop (the fixture the stage 2
+exercises use, tests/exercises/stage2_loop.py), drives coroutines with run_until_complete()
+and closes the loop.  What an exercise judges is tested once, there: the suite runs
+tests/exercises/test_s2_*.py too, against the repository's stage 2.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ import socket
 import ssl
 import time
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from stage2_loop import loop_fixture  # noqa: F401 (the fixture `loop`)
 
 from shared.httpwire import address, request_bytes
 from shared.log import Record
@@ -32,14 +34,6 @@ from stage2_generators.tasks import Task, sleep, timeout
 
 STAGE2_DIR = Path(__file__).resolve().parent.parent / "stage2_generators"
 T = TypeVar("T")
-
-
-@pytest.fixture
-def loop() -> Iterator[EventLoop]:
-    """A fresh event loop, closed after the test."""
-    event_loop = EventLoop()
-    yield event_loop
-    event_loop.close()
 
 
 def within(seconds: float, coro: Coroutine[T]) -> Coroutine[T]:
@@ -161,23 +155,6 @@ def test_try_except_around_yield_from_catches_after_a_pause(loop: EventLoop) -> 
     assert loop.run_until_complete(caller()) == "caught raised after a pause"
 
 
-def test_task_result_and_tasks_run_concurrently(loop: EventLoop) -> None:
-    """Tasks run side by side, and `yield from task` returns the coroutine's return value."""
-    order: list[str] = []
-
-    def worker(name: str, delay: float) -> Coroutine[str]:
-        yield from sleep(delay)
-        order.append(name)
-        return name.upper()
-
-    def main() -> Coroutine[list[str]]:
-        slow, fast = Task(worker("slow", 0.03)), Task(worker("fast", 0.01))
-        return [(yield from slow), (yield from fast)]
-
-    assert loop.run_until_complete(main()) == ["SLOW", "FAST"]
-    assert order == ["fast", "slow"]
-
-
 def test_a_task_is_named_after_its_coroutine_unless_named(loop: EventLoop) -> None:
     """The name --trace shows: the coroutine's own (work, fetch, request) or the one given."""
     assert Task(sleep(0)).name == "sleep"
@@ -198,49 +175,6 @@ def test_yielding_a_non_future_fails_the_task(loop: EventLoop) -> None:
 
 
 # --- Cancellation ------------------------------------------------------------------------------
-
-
-def test_cancel_lands_at_the_paused_yield_from(loop: EventLoop) -> None:
-    """cancel() raises CancelledError at the paused `yield from`; its finally block runs."""
-    events: list[str] = []
-
-    def stuck() -> Coroutine[None]:
-        try:
-            events.append("paused")
-            yield from Future()  # nobody will ever resolve this
-            events.append("resumed")
-        finally:
-            events.append("finally")
-
-    def main() -> Coroutine[None]:
-        task = Task(stuck())
-        yield from sleep(0.01)
-        assert task.cancel() is True
-        yield from task
-
-    with pytest.raises(CancelledError):
-        loop.run_until_complete(main())
-    assert events == ["paused", "finally"]
-
-
-def test_a_coroutine_may_catch_cancellation(loop: EventLoop) -> None:
-    """A coroutine may catch CancelledError and return; the task then has a result."""
-
-    def stubborn() -> Coroutine[str]:
-        try:
-            yield from sleep(10)
-        except CancelledError:
-            return "cleaned up"
-        return "slept"
-
-    def main() -> Coroutine[tuple[str, bool]]:
-        task = Task(stubborn())
-        yield from sleep(0)
-        task.cancel()
-        result = yield from task
-        return result, task.cancelled()
-
-    assert loop.run_until_complete(main()) == ("cleaned up", False)
 
 
 def test_a_cancelled_task_reports_cancelled(loop: EventLoop) -> None:
@@ -357,32 +291,6 @@ def test_queue_get_waits_for_put(loop: EventLoop) -> None:
     assert loop.run_until_complete(consumer()) == "item"
 
 
-def test_join_wakes_on_the_last_task_done_and_not_before(loop: EventLoop) -> None:
-    """join() returns when the count of unfinished items reaches zero, not before."""
-    q: Queue[int] = Queue()
-    for i in range(3):
-        q.put_nowait(i)
-    joined: list[str] = []
-
-    def joiner() -> Coroutine[None]:
-        yield from q.join()
-        joined.append("joined")
-
-    def main() -> Coroutine[None]:
-        waiting = Task(joiner())
-        for _ in range(3):
-            yield from sleep(0)  # give the joiner every chance to run
-            assert joined == [], "join() returned before the last task_done()"
-            yield from q.get()
-            q.task_done()
-        yield from waiting
-        assert joined == ["joined"]
-
-    loop.run_until_complete(main())
-    with pytest.raises(ValueError):
-        q.task_done()
-
-
 def test_join_rearms_when_new_work_arrives(loop: EventLoop) -> None:
     """Footnote 9: after the count was zero, new work makes join() wait again."""
     q: Queue[int] = Queue()
@@ -398,45 +306,6 @@ def test_join_rearms_when_new_work_arrives(loop: EventLoop) -> None:
     assert loop.run_until_complete(q.get()) == 1
     q.task_done()
     loop.run_until_complete(joiner)
-
-
-def test_a_cancelled_getter_does_not_lose_an_item(loop: EventLoop) -> None:
-    """A getter cancelled right after put_nowait() woke it does not strand the item."""
-    q: Queue[str] = Queue()
-    got: list[tuple[str, str]] = []
-
-    def getter(name: str) -> Coroutine[None]:
-        got.append((name, (yield from q.get())))
-
-    first, second = Task(getter("first")), Task(getter("second"))
-
-    def main() -> Coroutine[None]:
-        yield from sleep(0)  # both getters are now waiting
-        q.put_nowait("x")  # wakes the first getter...
-        first.cancel()  # ...which is cancelled before it can run
-        yield from second
-
-    loop.run_until_complete(main())
-    assert got == [("second", "x")]
-    assert first.cancelled()
-
-
-def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> None:
-    """Each join() waits on its own future, so cancelling one waiter spares the others."""
-    q: Queue[int] = Queue()
-    q.put_nowait(1)
-    quitter, stayer = Task(q.join()), Task(q.join())
-
-    def main() -> Coroutine[None]:
-        yield from sleep(0)  # both joiners are now waiting
-        quitter.cancel()
-        yield from sleep(0)
-        assert quitter.cancelled() and not stayer.done()
-        yield from q.get()
-        q.task_done()
-        yield from stayer
-
-    loop.run_until_complete(main())
 
 
 # --- Sockets -----------------------------------------------------------------------------------

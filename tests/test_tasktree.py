@@ -111,29 +111,32 @@ def check_tree(tree: str, package: str) -> None:
 
 
 @pytest.mark.parametrize("package", TASK_STAGES)
-def test_sigusr1_prints_where_every_task_waits(
-    package: str, silent_server: socket.socket, tmp_path: Path
+@pytest.mark.parametrize(
+    ("press", "presses", "status"),
+    [(signal.SIGUSR1, 2, None), (signal.SIGINT, 1, 130)],
+    ids=["sigusr1", "ctrl-c-with-v"],
+)
+def test_a_signal_prints_where_every_task_waits(
+    package: str,
+    press: signal.Signals,
+    presses: int,
+    status: int | None,
+    silent_server: socket.socket,
+    tmp_path: Path,
 ) -> None:
-    """Mid-crawl, kill -USR1 prints the tree, and the crawl goes on (still hanging)."""
+    """Mid-crawl, kill -USR1 prints the tree, and the crawl goes on (still hanging), to
+    print it again; with -v, the first Ctrl-C prints the tree as the press found it, then
+    the crawl ends with 130."""
     with hanging_crawl(package, silent_server, tmp_path) as (proc, errors):
-        proc.send_signal(signal.SIGUSR1)
-        check_tree(tree_printed(errors, 1), package)
-        proc.send_signal(signal.SIGUSR1)  # again: the crawl is still there, still stuck
-        check_tree(tree_printed(errors, 2), package)
-        assert proc.poll() is None
-
-
-@pytest.mark.parametrize("package", TASK_STAGES)
-def test_ctrl_c_with_v_prints_the_tree_before_the_partial_report(
-    package: str, silent_server: socket.socket, tmp_path: Path
-) -> None:
-    """With -v, the first Ctrl-C prints the tree as the press found it, then the crawl ends."""
-    with hanging_crawl(package, silent_server, tmp_path) as (proc, errors):
-        proc.send_signal(signal.SIGINT)
-        check_tree(tree_printed(errors, 1), package)
-        assert proc.wait(timeout=BOUND_S) == 130
+        for count in range(1, presses + 1):
+            proc.send_signal(press)
+            check_tree(tree_printed(errors, count), package)
+        if status is None:
+            assert proc.poll() is None  # the crawl is still there, still stuck
+        else:
+            assert proc.wait(timeout=BOUND_S) == status
     text = errors.read_text(encoding="utf-8")
-    assert text.count(HEADER) == 1
+    assert text.count(HEADER) == presses
 
 
 def test_without_v_ctrl_c_prints_no_tree(silent_server: socket.socket, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ Where things are
 ``server.py``        ``serve()``: answering each page (and each misbehaviour), counting requests
 ``tls.py``           ``local_tls()`` and ``ServerTLS``: https with a throw-away CA
 ``cli.py``           ``python -m shared.testsite --pages N --latency S --port P``, for a class
+``raw.py``           servers on raw sockets, for tests that choose every byte sent
 ===================  ===========================================================================
 
 Everything a test needs is importable from here: ``from shared.testsite import Site,

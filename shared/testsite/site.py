@@ -39,6 +39,10 @@ from shared.testsite.pages import NOT_FOUND, WORDS, Resource
 from shared.testsite.server import make_app
 from shared.testsite.traps import HOSTILE, hostile_pages, robots_page, trap_pages
 
+#: The rules of one walk, as oracle.walk takes them after the site, and its key in the memo:
+#: (base_url, max_redirect, exclude, max_tries, ignore_robots, stage).
+WalkKey = tuple[str, int, str | None, int, bool, str | None]
+
 
 class Site:
     """A deterministic test site that can serve itself and predict a correct crawl.
@@ -109,7 +113,7 @@ class Site:
         self._in_flight: collections.Counter[str] = collections.Counter()  # host -> now
         self._drop_counts: collections.Counter[str] = collections.Counter()  # origin+path
         # The definition never changes, so each walk of it is computed once.
-        self._walks: dict[tuple[str, int, str | None, int, bool, str | None], Walk] = {}
+        self._walks: dict[WalkKey, Walk] = {}
 
         rng = random.Random(seed)
         # A pool of paragraphs shared by all pages keeps memory flat for big sites; each
@@ -226,19 +230,10 @@ class Site:
 
     # ----------------------------------------------------------------- oracle
 
-    def _walk(
-        self,
-        base_url: str,
-        max_redirect: int,
-        exclude: str | None,
-        max_tries: int,
-        ignore_robots: bool,
-        stage: str | None = None,
-    ) -> Walk:
+    def _walk(self, key: WalkKey) -> Walk:
         """Breadth-first walk of the definition with the crawler's rules (memoised)."""
-        if self.wire and stage is None:
+        if self.wire and key[-1] is None:
             raise ValueError("the wire cases differ by stage: say which (stage=...)")
-        key = (base_url, max_redirect, exclude, max_tries, ignore_robots, stage)
         if key not in self._walks:
             self._walks[key] = walk(self, *key)
         return self._walks[key]
@@ -265,7 +260,7 @@ class Site:
         bases = [base_url] if isinstance(base_url, str) else list(base_url)
         records: dict[str, Expected] = {}
         for base in bases:
-            walk = self._walk(base, max_redirect, exclude, max_tries, ignore_robots, stage)
+            walk = self._walk((base, max_redirect, exclude, max_tries, ignore_robots, stage))
             records.update(walk.records)
         return records
 
@@ -283,7 +278,7 @@ class Site:
 
         robots.txt is reached by no link, so it is in no level.
         """
-        walk = self._walk(base_url, max_redirect, exclude, max_tries, ignore_robots, stage)
+        walk = self._walk((base_url, max_redirect, exclude, max_tries, ignore_robots, stage))
         depths = walk.depth.values()
         sizes = [0] * (max(depths) + 1)
         for depth in depths:

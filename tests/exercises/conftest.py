@@ -17,6 +17,13 @@ This plugin, active for the tests in this folder only, does four things:
 
 The names of the environment variables are the tool's (shared/tools/exercises/checking.py),
 written twice because a workspace has this file but not the tool.
+
+Why not pytest-timeout and pytest-reportlog: the limit here knows the tasks (a task that
+ran out of time fails its other tests unrun) and says one sentence to a student, where
+pytest-timeout's signal method prints every thread's stack and a fixed "Timeout" line;
+and `check` needs each result's task and one-line reason beside the proof of where the
+modules came from, which a report log would still have to be given by a plugin like
+this one.  Both would be one more dependency in every handout for less than this does.
 """
 
 from __future__ import annotations

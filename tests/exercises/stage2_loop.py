@@ -17,9 +17,9 @@ from typing import TypeVar
 import pytest
 
 from shared import log
-from stage2_generators.futures import Coroutine, Future
+from stage2_generators.futures import CancelledError, Coroutine, Future
 from stage2_generators.loop import EventLoop
-from stage2_generators.tasks import Task
+from stage2_generators.tasks import Task, sleep
 
 T = TypeVar("T")
 E = TypeVar("E", bound=BaseException)
@@ -122,3 +122,24 @@ def raises(kind: type[E], why: str) -> Iterator[pytest.ExceptionInfo[E]]:
         if "DID NOT RAISE" not in str(failed):
             raise
         pytest.fail(f"{why} (no {kind.__name__} came out)", pytrace=False)
+
+
+def cancel_one_that_catches_it() -> Coroutine[tuple[str, bool]]:
+    """Cancel a task whose coroutine catches the CancelledError and returns "cleaned up".
+
+    Returns the task's result and whether it counts as cancelled.  A coroutine may catch
+    its cancellation: its task then ends with that result, not cancelled (as in asyncio).
+    Two exercises judge this, the Task's step (s2-step) and cancel() (s2-timeout).
+    """
+
+    def stubborn() -> Coroutine[str]:
+        try:
+            yield from sleep(10)
+        except CancelledError:
+            return "cleaned up"
+        return "slept"
+
+    task = Task(stubborn())
+    yield from sleep(0)
+    task.cancel()
+    return (yield from task), task.cancelled()

@@ -16,37 +16,24 @@ import contextlib
 import select
 import socket
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from selectors import EVENT_WRITE
 from typing import Any
 
 import pytest
+import stage1_harness
+from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
 from shared.resolver import Resolver
 from shared.testsite import ServerTLS, Site, serve
 from shared.testsite.oracle import assert_matches_oracle
-from stage1_callbacks import crawler as stage1_crawler
-from stage1_callbacks.crawler import Crawler, Fetcher
-from stage1_callbacks.loop import Callback, EventLoop
+from shared.testsite.raw import closed_port_url, silent_server
+from stage1_callbacks.crawler import Fetcher
+from stage1_callbacks.loop import Callback
 
 # --- servers on 127.0.0.1 ---------------------------------------------------------------
-
-
-def closed_port_url() -> str:
-    """Return a URL on a 127.0.0.1 port that nothing listens on (connect is refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
-
-
-@contextlib.contextmanager
-def silent_server() -> Iterator[str]:
-    """A socket that listens but never accepts: connects succeed, no answer ever comes."""
-    with socket.create_server(("127.0.0.1", 0), backlog=16) as listener:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
 
 
 @contextlib.contextmanager
@@ -89,49 +76,17 @@ def blocking_calls_time_out() -> Iterator[None]:
 
 # --- no crawl hangs ------------------------------------------------------------------------
 
-CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
-
-
-class CrawlTooLong(BaseException):
-    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
-
-    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
-    can swallow it: the loop lets it through, and the test fails with its message.
-    """
-
 
 @pytest.fixture(autouse=True)
-def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
     """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
-
-    class DeadlineLoop(EventLoop):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.call_later(CRAWL_LIMIT_S, self.expire)
-
-        def expire(self) -> None:
-            raise CrawlTooLong(f"the crawl had not ended after {CRAWL_LIMIT_S} s")
-
-    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
+    return watch_crawls(monkeypatch, limit=CRAWL_LIMIT_S)
 
 
 # --- one Fetcher on a real loop ----------------------------------------------------------
 
 
-class SpyLoop(EventLoop):
-    """An EventLoop that remembers every socket registered with it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sockets: list[socket.socket] = []
-
-    def register(self, sock: socket.socket, events: int, callback: Callback) -> None:
-        if sock not in self.sockets:
-            self.sockets.append(sock)
-        super().register(sock, events, callback)
-
-
-class Harness(Crawler):
+class Harness(stage1_harness.Harness):
     """A stage 1 Crawler set up as crawl() sets it up, for a test to drive its Fetchers.
 
     An exception that escapes a callback is kept in ``errors`` (and its Fetcher closed),
@@ -139,14 +94,12 @@ class Harness(Crawler):
     """
 
     def __init__(self, url: str, options: Options) -> None:
-        super().__init__([url], options)
-        self.loop = SpyLoop(self.on_error)
-        self.q: deque[tuple[str, int]] = deque()
-        self.fetchers: dict[str, Fetcher] = {}
-        self.parked: dict[str, list[tuple[str, int]]] = {}
-        self.resolver = Resolver()
-        self.interrupted = False
         self.errors: list[Exception] = []
+        super().__init__(url, options)
+
+    def make_loop(self) -> WatchedLoop:
+        """A loop that remembers the sockets, and keeps what escapes a callback."""
+        return WatchedLoop(self.on_error)
 
     def on_error(self, exc: Exception, callback: Callback) -> None:
         """Keep an exception that escaped a callback, and end its Fetcher."""
@@ -185,9 +138,6 @@ class Harness(Crawler):
 def no_errors(crawler: Harness) -> str:
     """The message for an exception that escaped a callback."""
     return f"an exception escaped a callback: {crawler.errors!r}"
-
-
-# --- the oracle's view of a record ---------------------------------------------------------
 
 
 def spy(

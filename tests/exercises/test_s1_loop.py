@@ -85,6 +85,26 @@ def nudge(loop: EventLoop, pair: Callable[[], Pair]) -> None:
     loop.register(left, WRITE, lambda key, mask: None)
 
 
+@pytest.fixture
+def idle(
+    loop: EventLoop,
+    pair: Callable[[], Pair],
+    send_later: Callable[[socket.socket, float], None],
+) -> None:
+    """Register a socket that nothing makes ready but the safety wake, long after a right
+    answer: select() has a socket to wait on, and a wait that goes wrong still ends."""
+    idle, idle_peer = pair()
+    loop.register(idle, READ, lambda key, mask: None)
+    send_later(idle_peer, SAFETY_WAKE_S)
+
+
+def timed_run_once(loop: EventLoop) -> float:
+    """Run one turn of the loop; return how many seconds it took."""
+    started = time.monotonic()
+    loop.run_once()
+    return time.monotonic() - started
+
+
 def recorder() -> tuple[list[Any], Callable[..., None]]:
     """A list, and a callback that appends its arguments to it (one, or a tuple of several)."""
     seen: list[Any] = []
@@ -110,24 +130,24 @@ def run_once_keeping_errors_in(loop: EventLoop) -> None:
 
 
 @pytest.mark.task(taskno=1)
-def test_a_readable_socket_runs_its_callback_with_its_key_and_mask(
-    loop: EventLoop, pair: Callable[[], Pair]
+@pytest.mark.parametrize(
+    ("mask", "why"),
+    [
+        (READ, "the callback should run once, given the key and the mask"),
+        (WRITE, "a fresh socket is writable: its callback should run"),
+    ],
+    ids=["readable", "writable"],
+)
+def test_a_ready_socket_runs_its_callback_with_its_key_and_mask(
+    loop: EventLoop, pair: Callable[[], Pair], mask: int, why: str
 ) -> None:
     left, right = pair()
     seen, record = recorder()
-    loop.register(left, READ, lambda key, mask: record(key.fileobj, mask))
-    right.send(b"x")
+    loop.register(left, mask, lambda key, mask: record(key.fileobj, mask))
+    if mask == READ:
+        right.send(b"x")  # a fresh socket is writable already, and readable once sent to
     loop.run_once()
-    assert seen == [(left, READ)], "the callback should run once, given the key and the mask"
-
-
-@pytest.mark.task(taskno=1)
-def test_a_writable_socket_runs_its_callback(loop: EventLoop, pair: Callable[[], Pair]) -> None:
-    left, _ = pair()
-    seen, record = recorder()
-    loop.register(left, WRITE, lambda key, mask: record(key.fileobj, mask))
-    loop.run_once()
-    assert seen == [(left, WRITE)], "a fresh socket is writable: its callback should run"
+    assert seen == [(left, mask)], why
 
 
 @pytest.mark.task(taskno=1)
@@ -331,39 +351,21 @@ def test_a_cancelled_timer_is_nothing_to_wait_for(loop: EventLoop) -> None:
 
 
 @pytest.mark.task(taskno=3)
-def test_a_timer_alone_is_run_on_time(
-    loop: EventLoop,
-    pair: Callable[[], Pair],
-    send_later: Callable[[socket.socket, float], None],
-) -> None:
-    idle, idle_peer = pair()
-    loop.register(idle, READ, lambda key, mask: None)  # never ready, but for the safety wake
-    send_later(idle_peer, SAFETY_WAKE_S)
+def test_a_timer_alone_is_run_on_time(loop: EventLoop, idle: None) -> None:
     seen, record = recorder()
     loop.call_later(0.2, record, "due")
-    started = time.monotonic()
-    loop.run_once()
-    took = time.monotonic() - started
+    took = timed_run_once(loop)
     assert seen == ["due"], f"run_once returned after {took:.2f} s without running the timer"
     assert took >= 0.15, f"run_once returned after {took:.2f} s: the timer was not due yet"
     assert took < 1.5, f"select() slept {took:.2f} s past a timer due in 0.2 s"
 
 
 @pytest.mark.task(taskno=3)
-def test_a_cancelled_timer_does_not_cut_the_wait_short(
-    loop: EventLoop,
-    pair: Callable[[], Pair],
-    send_later: Callable[[socket.socket, float], None],
-) -> None:
-    idle, idle_peer = pair()
-    loop.register(idle, READ, lambda key, mask: None)
-    send_later(idle_peer, SAFETY_WAKE_S)
+def test_a_cancelled_timer_does_not_cut_the_wait_short(loop: EventLoop, idle: None) -> None:
     seen, record = recorder()
     loop.call_later(0.05, record, "cancelled").cancel()
     loop.call_later(0.3, record, "due")
-    started = time.monotonic()
-    loop.run_once()
-    took = time.monotonic() - started
+    took = timed_run_once(loop)
     assert seen == ["due"], f"woke after {took:.2f} s and ran {seen}: drop cancelled timers first"
     assert took < 1.5, f"select() slept {took:.2f} s past a timer due in 0.3 s"
 
@@ -378,8 +380,6 @@ def test_with_no_timer_select_waits_for_a_socket(
     seen, record = recorder()
     loop.register(left, READ, lambda key, mask: record("woken"))
     send_later(right, 0.2)
-    started = time.monotonic()
-    loop.run_once()
-    took = time.monotonic() - started
+    took = timed_run_once(loop)
     assert seen == ["woken"], f"run_once returned after {took:.2f} s before the socket was ready"
     assert took >= 0.15, f"run_once returned after {took:.2f} s, before any socket was ready"

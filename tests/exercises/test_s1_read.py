@@ -12,127 +12,27 @@ sockets the tests control, and the test site of shared/testsite.py.
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import struct
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from selectors import EVENT_READ
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
-from shared.report import CrawlResult, FetchStatistic
+from shared.report import CrawlResult
 from shared.testsite import ServerTLS, Site, serve
 from shared.testsite.oracle import assert_matches_oracle
+from shared.testsite.raw import links, page, raw_server, resetting_server
 from stage1_callbacks import crawler as stage1_crawler
 from stage1_callbacks.crawler import Fetcher
-from stage1_callbacks.loop import EventLoop
 
 NO_ROBOTS = Options(ignore_robots=True, timeout=3)
 
-# --- small local servers ----------------------------------------------------------------
-
-
-def page(body: str, status: int = 200, content_type: str = "text/html") -> bytes:
-    """Return a complete HTTP response with a Content-Length."""
-    data = body.encode()
-    head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
-    return (head + f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode() + data
-
-
-def links(*paths: str, filler: int = 0) -> bytes:
-    """Return an HTML page linking to these paths, with ``filler`` bytes of text after them."""
-    anchors = "".join(f'<a href="{path}">{path}</a>' for path in paths)
-    return page(anchors + "<p>" + "x" * filler + "</p>")
-
-
-@contextlib.contextmanager
-def raw_server(
-    answer: Callable[[str], bytes], received: list[bytes] | None = None, pieces: int = 1
-) -> Iterator[str]:
-    """Serve ``answer(path)``'s bytes to each request, one connection at a time.
-
-    The whole request is read before answering, however long it is, and kept in
-    ``received``.  The answer goes out in ``pieces`` parts, 30 ms apart.  Yields the
-    base URL.
-    """
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)  # so the thread notices the stop flag
-    stop = threading.Event()
-
-    def serve_forever() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(5)
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    chunk = conn.recv(1 << 20)
-                    if not chunk:
-                        break
-                    request += chunk
-                if received is not None:
-                    received.append(request)
-                if request:
-                    data = answer(request.split(b" ", 2)[1].decode())
-                    size = max(1, -(-len(data) // pieces))  # b"": close, sending nothing
-                    for start in range(0, len(data), size):
-                        if start:
-                            time.sleep(0.03)
-                        conn.sendall(data[start : start + size])
-
-    thread = threading.Thread(target=serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
-
-
-@contextlib.contextmanager
-def resetting_server() -> Iterator[str]:
-    """A server that reads the first 64 KiB of each request, then resets the connection.
-
-    The reset comes once the request has begun to arrive, so the client meets it in
-    send(), never in its connect.
-    """
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)
-    stop = threading.Event()
-
-    def serve_forever() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with contextlib.suppress(OSError):
-                conn.settimeout(5)
-                received = 0
-                while received < 64 * 1024 and (chunk := conn.recv(64 * 1024)):
-                    received += len(chunk)
-            # SO_LINGER with a zero timeout: close() sends RST instead of FIN.
-            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            conn.close()
-
-    thread = threading.Thread(target=serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
+# --- requests and records -----------------------------------------------------------------
 
 
 def padded_requests(monkeypatch: pytest.MonkeyPatch, size: int) -> Callable[[str], bytes]:
@@ -156,44 +56,17 @@ def errors(result: CrawlResult) -> str:
     return "; ".join(failed) or "no fetch failed"
 
 
-def by_path(result: CrawlResult, base: str) -> dict[str, FetchStatistic]:
-    """The records of a crawl, by path."""
-    return {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
-
-
 # --- no crawl hangs ------------------------------------------------------------------------
-
-CRAWL_LIMIT_S = 8.0  # far above what a right answer takes; a wrong one may wait forever
-
-
-class CrawlTooLong(BaseException):
-    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
-
-    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
-    can swallow it: the loop lets it through, and the test fails with its message.
-    """
 
 
 @pytest.fixture(autouse=True)
-def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
     """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
-
-    class DeadlineLoop(EventLoop):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.call_later(CRAWL_LIMIT_S, self.expire)
-
-        def expire(self) -> None:
-            raise CrawlTooLong(
-                f"the crawl had not ended after {CRAWL_LIMIT_S} s: a fetch never finished, or"
-                " a callback that keeps the loop to itself (reading on while bytes pour in)"
-                " kept the timers waiting"
-            )
-
-    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
-
-
-# --- the oracle's view of a record ---------------------------------------------------------
+    why = (
+        "a fetch never finished, or a callback that keeps the loop to itself"
+        " (reading on while bytes pour in) kept the timers waiting"
+    )
+    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, why)
 
 
 # --- Task 1: _on_writable ----------------------------------------------------------------

@@ -12,138 +12,36 @@ a bug is planted in the crawler with monkeypatch.
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import traceback
-from collections import deque
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from stage1_harness import Harness, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
 from shared.log import ERROR, Record
-from shared.report import CrawlResult, FetchStatistic
-from shared.resolver import Resolver
 from shared.testsite import Site
-from stage1_callbacks import crawler as stage1_crawler
+from shared.testsite.raw import links, page, raw_server
 from stage1_callbacks.crawler import Crawler, Fetcher
-from stage1_callbacks.loop import Callback, EventLoop
 
 OPTIONS = Options(ignore_robots=True, timeout=1, max_tries=1)
 
-# --- a small local server ---------------------------------------------------------------
-
-
-def page(body: str) -> bytes:
-    """Return a complete HTML response with a Content-Length."""
-    data = body.encode()
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
-    return (head + "Connection: close\r\n\r\n").encode() + data
-
-
-def links(*paths: str) -> bytes:
-    """Return an HTML page linking to these paths."""
-    return page("".join(f'<a href="{path}">{path}</a>' for path in paths))
-
+# --- a small site, and watching the crawl's loop ------------------------------------------
 
 PAGES = {"/": links("/a", "/b", "/c"), "/a": links("/e"), "/b": links("/d")}
-
-
-@contextlib.contextmanager
-def raw_server(answer: Callable[[str], bytes]) -> Iterator[str]:
-    """Serve ``answer(path)``'s bytes to each request, one connection at a time.
-
-    Yields the base URL.
-    """
-    listener = socket.create_server(("127.0.0.1", 0))
-    listener.settimeout(0.05)  # so the thread notices the stop flag
-    stop = threading.Event()
-
-    def serve_forever() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with conn, contextlib.suppress(OSError):
-                conn.settimeout(5)
-                request = b""
-                while b"\r\n\r\n" not in request:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        break
-                    request += chunk
-                if request:
-                    conn.sendall(answer(request.split(b" ", 2)[1].decode()))
-
-    thread = threading.Thread(target=serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
-
-
-def by_path(result: CrawlResult, base: str) -> dict[str, FetchStatistic]:
-    """The records of a crawl, by path."""
-    return {stat.url.removeprefix(base[:-1]): stat for stat in result.fetches}
-
-
-# --- watching the crawl's loop; no crawl hangs ----------------------------------------------
-
 CRAWL_LIMIT_S = 5.0  # far above what a right answer takes; a wrong one may wait forever
-
-
-class CrawlTooLong(BaseException):
-    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
-
-    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
-    can swallow it: the loop lets it through, and the test fails with its message.
-    """
-
-
-class WatchedLoop(EventLoop):
-    """An EventLoop with a deadline, that remembers the crawl's sockets and what was left."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.sockets: list[socket.socket] = []
-        self.left_registered: dict[int, Any] | None = None
-        self.call_later(CRAWL_LIMIT_S, self.expire)
-
-    def expire(self) -> None:
-        raise CrawlTooLong(
-            f"the crawl had not ended after {CRAWL_LIMIT_S} s: a failed fetch must leave the "
-            "crawl, with self.finished(fetcher, []), so that the next URL starts"
-        )
-
-    def register(self, sock: socket.socket, events: int, callback: Callback) -> None:
-        # Only the crawl's own: the socket the loop watches for Ctrl-C is a Unix socket.
-        if sock not in self.sockets and sock.family != socket.AF_UNIX:
-            self.sockets.append(sock)
-        super().register(sock, events, callback)
-
-    def close(self) -> None:
-        self.left_registered = dict(self.selector.get_map())
-        super().close()
 
 
 @pytest.fixture(autouse=True)
 def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
-    """The loops the stage 1 crawler makes during the test (one per crawl)."""
-    made: list[WatchedLoop] = []
-
-    def make(*args: Any, **kwargs: Any) -> WatchedLoop:
-        made.append(WatchedLoop(*args, **kwargs))
-        return made[-1]
-
-    monkeypatch.setattr(stage1_crawler, "EventLoop", make)
-    return made
+    """The loops the stage 1 crawler makes during the test (one per crawl), each with a
+    deadline, rather than let a crawl hang."""
+    why = (
+        "a failed fetch must leave the crawl, with self.finished(fetcher, []), so that the"
+        " next URL starts"
+    )
+    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, why)
 
 
 def plant_parse_bug(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
@@ -156,20 +54,6 @@ def plant_parse_bug(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
         return original(self, url, text)
 
     monkeypatch.setattr(Crawler, "parse_links", parse_links)
-
-
-class Harness(Crawler):
-    """A stage 1 Crawler set up as crawl() sets it up, its loop's errors handled by
-    callback_failed, for a test to drive."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__([url], OPTIONS)
-        self.loop = EventLoop(self.callback_failed)
-        self.q: deque[tuple[str, int]] = deque()
-        self.fetchers: dict[str, Fetcher] = {}
-        self.parked: dict[str, list[tuple[str, int]]] = {}
-        self.resolver = Resolver()
-        self.interrupted = False
 
 
 # --- Task 1: record it and go on ------------------------------------------------------------
@@ -274,7 +158,7 @@ def test_the_error_is_logged_with_its_url_and_its_traceback(
 @pytest.mark.task(taskno=3)
 def test_an_exception_in_a_callback_of_no_fetcher_is_raised_again() -> None:
     """A bug in the crawler itself must stop the crawl, not vanish into a record."""
-    crawler = Harness("http://127.0.0.1:9/")
+    crawler = Harness("http://127.0.0.1:9/", OPTIONS)
 
     def crawler_bug() -> None:
         raise ValueError("crawler bug")
@@ -292,7 +176,7 @@ def test_an_exception_in_a_callback_of_no_fetcher_is_raised_again() -> None:
 def test_an_exception_from_a_fetcher_no_longer_in_flight_is_raised_again() -> None:
     """Its URL has a record already (or never will): recording it again would be wrong."""
     url = "http://127.0.0.1:9/"
-    crawler = Harness(url)
+    crawler = Harness(url, OPTIONS)
     fetcher = Fetcher(crawler, url, 10)  # not in crawler.fetchers
     try:
         crawler.callback_failed(ValueError("late"), fetcher._on_readable)

@@ -12,37 +12,25 @@ Task 2 tests crawl the test site of shared/testsite.py and compare with its orac
 
 from __future__ import annotations
 
-import socket
-from collections import defaultdict, deque
-from typing import Any
-
 import pytest
+import stage1_harness
+from stage1_harness import WatchedLoop, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options, host_key
 from shared.report import CrawlResult
-from shared.resolver import Resolver
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
-from stage1_callbacks import crawler as stage1_crawler
-from stage1_callbacks.crawler import Crawler, Fetcher
-from stage1_callbacks.loop import EventLoop
+from shared.testsite.raw import closed_port_url
 
 ROOT = "http://127.0.0.1:9/"  # never connected to: the Task 1 tests do not turn the loop
 
 
-class Harness(Crawler):
+class Harness(stage1_harness.Harness):
     """A stage 1 Crawler set up as crawl() sets it up, whose loop the test does not turn."""
 
     def __init__(self, options: Options) -> None:
-        super().__init__([ROOT], options)
-        self.loop = EventLoop()
-        self.q: deque[tuple[str, int]] = deque()
-        self.fetchers: dict[str, Fetcher] = {}
-        self.parked: dict[str, list[tuple[str, int]]] = {}
-        self.host_lines: dict[str, deque[tuple[str, int]]] = defaultdict(deque)
-        self.resolver = Resolver()
-        self.interrupted = False
+        super().__init__(ROOT, options)
 
     def end(self, url: str) -> None:
         """Take one Fetcher out of flight, as finished() would, and close it."""
@@ -62,42 +50,16 @@ def queued(crawler: Harness) -> list[str]:
     return [url for url, _ in crawler.q]
 
 
-def closed_port_url() -> str:
-    """Return a URL on a 127.0.0.1 port that nothing listens on (connect is refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{sock.getsockname()[1]}/"
-
-
 # --- no crawl hangs ------------------------------------------------------------------------
 
 CRAWL_LIMIT_S = 5.0  # far above what a right answer takes; a wrong one may wait forever
 
 
-class CrawlTooLong(BaseException):
-    """Raised out of a crawl's loop after CRAWL_LIMIT_S seconds.
-
-    A BaseException, like KeyboardInterrupt, so that no handler for callbacks' errors
-    can swallow it: the loop lets it through, and the test fails with its message.
-    """
-
-
 @pytest.fixture(autouse=True)
-def crawls_end(monkeypatch: pytest.MonkeyPatch) -> None:
+def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
     """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
-
-    class DeadlineLoop(EventLoop):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.call_later(CRAWL_LIMIT_S, self.expire)
-
-        def expire(self) -> None:
-            raise CrawlTooLong(
-                f"the crawl had not ended after {CRAWL_LIMIT_S} s: when a fetch finishes, "
-                "finished() must make room and call self.work() to start the next"
-            )
-
-    monkeypatch.setattr(stage1_crawler, "EventLoop", DeadlineLoop)
+    why = "when a fetch finishes, finished() must make room and call self.work() to start the next"
+    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, why)
 
 
 # --- the oracle's view of a record ---------------------------------------------------------

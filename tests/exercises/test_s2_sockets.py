@@ -22,11 +22,12 @@ from stage2_generators.sockets import _when_ready, sock_connect, sock_recv, sock
 from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
+Pair = tuple[socket.socket, socket.socket]  # two connected sockets
 WRITABLE = "a connect ends when the socket turns writable (not readable): wait for that; "
 
 
 @pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+def pair() -> Iterator[Pair]:
     """Two connected sockets; the first is non-blocking, for the coroutines to use."""
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
@@ -45,9 +46,7 @@ def closed_port() -> int:
 
 
 @pytest.mark.task(taskno=1)
-def test_recv_waits_until_the_data_arrives(
-    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
-) -> None:
+def test_recv_waits_until_the_data_arrives(loop: EventLoop, pair: Pair) -> None:
     """sock_recv on an empty socket waits for it to be readable, then returns the bytes."""
     ours, theirs = pair
     loop.call_later(0.02, theirs.send, b"hello")
@@ -58,9 +57,7 @@ def test_recv_waits_until_the_data_arrives(
 
 
 @pytest.mark.task(taskno=1)
-def test_other_tasks_run_while_a_socket_waits(
-    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
-) -> None:
+def test_other_tasks_run_while_a_socket_waits(loop: EventLoop, pair: Pair) -> None:
     """Waiting for a socket pauses one coroutine, not the loop."""
     ours, theirs = pair
     ticks: list[int] = []
@@ -82,7 +79,7 @@ def test_other_tasks_run_while_a_socket_waits(
 
 @pytest.mark.task(taskno=1)
 def test_sendall_and_recv_move_a_megabyte_in_both_directions_at_once(
-    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+    loop: EventLoop, pair: Pair
 ) -> None:
     """More than the buffers hold: sends are partial and every wait goes round the loop."""
     ours, theirs = pair
@@ -111,7 +108,7 @@ def test_sendall_and_recv_move_a_megabyte_in_both_directions_at_once(
 
 @pytest.mark.task(taskno=1)
 def test_an_error_of_the_socket_call_is_raised_in_the_coroutine(
-    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
+    loop: EventLoop, pair: Pair
 ) -> None:
     """The peer has gone: send() fails in the loop's callback, and the coroutine gets it."""
     ours, theirs = pair
@@ -122,9 +119,7 @@ def test_an_error_of_the_socket_call_is_raised_in_the_coroutine(
 
 
 @pytest.mark.task(taskno=1)
-def test_a_call_that_would_block_waits_for_the_next_wake_up(
-    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
-) -> None:
+def test_a_call_that_would_block_waits_for_the_next_wake_up(loop: EventLoop, pair: Pair) -> None:
     """A spurious wake-up (the call would block after all) is not an error: wait again."""
     ours, theirs = pair
     theirs.send(b"x")  # readable from now on: the loop wakes the wait on every turn
@@ -149,9 +144,7 @@ def test_a_call_that_would_block_waits_for_the_next_wake_up(
 
 
 @pytest.mark.task(taskno=1)
-def test_a_cancelled_wait_unregisters_its_socket(
-    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
-) -> None:
+def test_a_cancelled_wait_unregisters_its_socket(loop: EventLoop, pair: Pair) -> None:
     """Cancellation is a way out too: the socket is unregistered before the error goes on."""
     ours, _ = pair
 
@@ -165,9 +158,7 @@ def test_a_cancelled_wait_unregisters_its_socket(
 
 
 @pytest.mark.task(taskno=1)
-def test_a_wake_up_that_comes_after_a_cancel_consumes_nothing(
-    loop: EventLoop, pair: tuple[socket.socket, socket.socket]
-) -> None:
+def test_a_wake_up_that_comes_after_a_cancel_consumes_nothing(loop: EventLoop, pair: Pair) -> None:
     """Cancelled while the socket's callback waits in the ready queue: it must not recv."""
     ours, theirs = pair
     reader = Task(sock_recv(ours, 100))

@@ -14,7 +14,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import (  # noqa: F401 (the fixture `loop`)
+    cancel_one_that_catches_it,
+    loop_fixture,
+    raises,
+    run,
+)
 
 from shared.log import Record
 from shared.observe import Observer
@@ -313,21 +318,7 @@ def test_task_cancel_lands_at_the_paused_yield_from(loop: EventLoop) -> None:
 def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
     """A coroutine that catches CancelledError and returns gives its task a result."""
 
-    def stubborn() -> Coroutine[str]:
-        try:
-            yield from sleep(10)
-        except CancelledError:
-            return "cleaned up"
-        return "slept"
-
-    def main() -> Coroutine[tuple[str, bool]]:
-        task = Task(stubborn())
-        yield from sleep(0)
-        task.cancel()
-        result = yield from task
-        return result, task.cancelled()
-
-    outcome = run(loop, main())
+    outcome = run(loop, cancel_one_that_catches_it())
     assert outcome == ("cleaned up", False), (
         f"got {outcome}: a coroutine that catches CancelledError and returns gives its task "
         "a result, and the task is not cancelled"

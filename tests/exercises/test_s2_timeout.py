@@ -12,7 +12,12 @@ import time
 from typing import TypeVar
 
 import pytest
-from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import (  # noqa: F401 (the fixture `loop`)
+    cancel_one_that_catches_it,
+    loop_fixture,
+    raises,
+    run,
+)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future
 from stage2_generators.loop import EventLoop, Handle, get_running_loop
@@ -77,20 +82,7 @@ def test_cancel_says_whether_there_was_anything_to_cancel(loop: EventLoop) -> No
 def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
     """A coroutine that catches CancelledError and returns gives its task a result."""
 
-    def stubborn() -> Coroutine[str]:
-        try:
-            yield from sleep(10)
-        except CancelledError:
-            return "cleaned up"
-        return "slept"
-
-    def main() -> Coroutine[tuple[str, bool]]:
-        task = Task(stubborn())
-        yield from sleep(0)
-        task.cancel()
-        return (yield from task), task.cancelled()
-
-    assert run(loop, main()) == ("cleaned up", False), (
+    assert run(loop, cancel_one_that_catches_it()) == ("cleaned up", False), (
         "a coroutine that catches CancelledError and returns gives its task a result"
     )
 

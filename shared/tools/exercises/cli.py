@@ -16,12 +16,12 @@ What the tests and the crawlers print stays as it is, and so do the results form
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from shared import reader_left
 from shared.tools.exercises import answers, checking, grading, handout, lab, reports, workspace
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import (
@@ -38,7 +38,6 @@ from shared.tools.language import LANGUAGES, locale_language
 
 # How the README tells students to run this tool; a handout has no nox.
 COMMAND = handout.TOOL if workspace.in_handout() else "nox -s exercise --"
-EXIT_PIPE = 141  # 128 + SIGPIPE, as the crawlers' command line (shared/cli.py) exits
 
 
 class Usage(Exception):
@@ -61,6 +60,23 @@ def speaking(given: str | None, folder: Path | None = None) -> str:
     return given or kept or locale_language() or "en"
 
 
+def add_time_limits(verb: argparse.ArgumentParser, whole: str) -> None:
+    """Add --time-limit (per test) and --total-limit (for ``whole``) to a verb that checks."""
+    verb.add_argument(
+        "--time-limit",
+        type=float,
+        default=checking.DEFAULT_TIME_LIMIT,
+        metavar="S",
+        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
+    )
+    verb.add_argument(
+        "--total-limit",
+        type=float,
+        metavar="S",
+        help=f"seconds {whole} may take (default: 10 time limits and a minute)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """The argument parser of every verb."""
     top = argparse.ArgumentParser(
@@ -78,19 +94,7 @@ def parser() -> argparse.ArgumentParser:
     check = verbs.add_parser("check", help="run the exercise's tests on the workspace, per task")
     check.add_argument("name", metavar="NAME")
     check.add_argument("--in", dest="folder", type=Path, metavar="DIR")
-    check.add_argument(
-        "--time-limit",
-        type=float,
-        default=checking.DEFAULT_TIME_LIMIT,
-        metavar="S",
-        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
-    )
-    check.add_argument(
-        "--total-limit",
-        type=float,
-        metavar="S",
-        help="seconds the whole check may take (default: 10 time limits and a minute)",
-    )
+    add_time_limits(check, "the whole check")
     check.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output")
     check.add_argument("--task", type=int, metavar="N", help="run task N's tests alone")
     add_lang(check)
@@ -121,19 +125,7 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("name", metavar="NAME")
     grade.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
     grade.add_argument("--csv", type=Path, metavar="PATH", help="write the table as CSV too")
-    grade.add_argument(
-        "--time-limit",
-        type=float,
-        default=checking.DEFAULT_TIME_LIMIT,
-        metavar="S",
-        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
-    )
-    grade.add_argument(
-        "--total-limit",
-        type=float,
-        metavar="S",
-        help="seconds each student's check may take (default: 10 time limits and a minute)",
-    )
+    add_time_limits(grade, "each student's check")
     return top
 
 
@@ -329,12 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = run(args)
         sys.stdout.flush()
-    except BrokenPipeError:
-        # Our reader left (`| head`): stop quietly, as the crawlers' command line does.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.dup2(devnull, sys.stderr.fileno())
-        return EXIT_PIPE
+    except BrokenPipeError:  # our reader left (`| head`): stop quietly
+        return reader_left()
     return status
 
 
