@@ -369,6 +369,9 @@ def test_what_stops_a_student_s_verb_is_said_in_chinese_too(
     assert "没有名为 'no-such-exercise' 的练习；现有的练习：" in capsys.readouterr().err
     assert main(["check", "s1-loop", "--in", str(tmp_path)]) == 2  # no locale: English
     assert "is not a workspace: run `nox -s exercise -- start" in capsys.readouterr().err
+    argv = ["check", "s1-loop", "--format", "json", "--format", "junit", "--lang", "zh-CN"]
+    assert main(argv) == 2  # check's own usage error, before any workspace is looked at
+    assert capsys.readouterr().err.startswith("每个 --output 要有一个 --format")
     assert main(["lab", "apply", "no-such-lab", "--lang", "zh-CN"]) == 2
     assert capsys.readouterr().err.startswith(
         "没有名为 'no-such-lab' 的实验；现有的实验：01-forget-task-done, "
@@ -428,6 +431,7 @@ def test_the_tool_s_sentences_come_from_one_table() -> None:
         "update the guide",
         "neither a diff nor a script",
         "start one with",
+        "give one --format",
     ):
         assert sentence not in code, sentence
         assert any(sentence in text for text in messages.SENTENCES["en"].values())

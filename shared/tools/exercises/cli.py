@@ -219,7 +219,7 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     outputs: list[Path] = args.output or []
     forms: list[str] = args.format or ["text"] * max(1, len(outputs))
     if len(forms) != max(1, len(outputs)):
-        raise Usage("give one --format for each --output (or a single --format, for the screen)")
+        raise Usage(say("en", "error.formats"))
     folder, how = folder_of(exercise.name, args.folder)
     workspace.require_workspace(exercise, folder, how)
     lang = speaking(args.lang, folder)

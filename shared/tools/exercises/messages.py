@@ -80,6 +80,9 @@ SENTENCES: dict[str, dict[str, str]] = {
             "(which throws away what is in it)"
         ),
         "error.not-empty": "{folder} exists and is not a workspace: choose a new or empty folder",
+        "error.formats": (
+            "give one --format for each --output (or a single --format, for the screen)"
+        ),
         # what stops `lab apply` and `lab undo` (lab.py's LabError): the code is not as the
         # guide's diff expects, or the guide itself is not one the tool can read
         "error.no-lab": "no lab named {name}; the labs: {names}",
@@ -147,6 +150,7 @@ SENTENCES: dict[str, dict[str, str]] = {
             "{folder} 已经是一个工作区：检查它，或者加 --force 重新开始（会丢掉其中的内容）"
         ),
         "error.not-empty": "{folder} 已经存在，而且不是工作区：请选择一个新的或空的目录",
+        "error.formats": "每个 --output 要有一个 --format（或者只给一个 --format，输出到屏幕）",
         "error.no-lab": "没有名为 {name} 的实验；现有的实验：{names}",
         "error.lab-applied": "实验 {name} 已经应用到 {path} 上了",
         "error.lab-not-applied": "实验 {name} 没有应用到 {path} 上",
