@@ -30,7 +30,7 @@ from shared.tools.exercises import catalog, messages, workspace
 from shared.tools.exercises import lab as lab_tool
 from shared.tools.exercises.cli import main
 from shared.tools.exercises.messages import KEPT, SENTENCES, again, say
-from shared.tools.language import LANGUAGES, display_width
+from shared.tools.language import CLOSING, LANGUAGES, display_width, pad, wrap_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = sorted(path.parent.name for path in catalog.EXERCISES.glob("*/exercise.toml"))
@@ -87,6 +87,19 @@ def test_every_exercise_has_its_idea_and_summary_in_chinese_with_the_code_kept(
     assert not missing, f"{name}: the Chinese summary lacks the code {missing}"
 
 
+def test_text_is_padded_and_wrapped_by_the_columns_a_terminal_gives_it() -> None:
+    assert display_width("事件循环 loop") == 13 and pad("协程", 6) == "协程  "
+    assert wrap_columns("one two three", 8) == ["one two", "three"]  # English: at spaces
+    # Chinese: between any two characters, but never a line that starts with "，"
+    assert wrap_columns("一二三四五六七八九，十", 18) == ["一二三四五六七八", "九，十"]
+    assert wrap_columns("用 select() 等待", 10) == ["用", "select()", "等待"]
+    for text in ("写出阶段 1 事件循环的一轮：在 select() 中等待，", "a " * 30):
+        for columns in range(2, 30):
+            lines = wrap_columns(text, columns)
+            assert all(display_width(line) <= columns for line in lines), (text, columns)
+            assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+
+
 def test_list_in_chinese_gives_the_chinese_ideas_and_summaries_aligned_by_display_width(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -111,6 +124,8 @@ def test_list_in_chinese_gives_the_chinese_ideas_and_summaries_aligned_by_displa
         ).replace(" ", ""), exercise.name
     too_wide = [line for line in lines if display_width(line) > 4 + 88]
     assert not too_wide, f"wrapped by characters, not columns: {too_wide}"
+    wrapped = [line.strip() for line in lines if line.startswith("    ")]
+    assert not [line for line in wrapped if line[0] in CLOSING], "a line starts with ，or 。"
     assert exercises[0].summary not in summaries  # no English left
 
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")  # the locale chooses, --lang wins
