@@ -128,6 +128,13 @@ def pytest_configure(config: pytest.Config) -> None:
     _hang_report.append(os.fdopen(os.dup(2), "w", closefd=True))
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Close the hang guard's handle on stderr: no test runs any more."""
+    faulthandler.cancel_dump_traceback_later()
+    while _hang_report:
+        _hang_report.pop().close()
+
+
 @pytest.fixture(autouse=True)
 def no_hangs() -> Iterator[None]:
     """Kill the run with every thread's traceback if one test hangs, rather than stall CI."""

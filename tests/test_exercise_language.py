@@ -1,13 +1,18 @@
 """The exercise tool in Chinese (shared/tools/exercises/, messages.py, shared/tools/language.py).
 
+- `list --lang zh-CN` gives each exercise's idea and summary in Chinese (exercise.toml's
+  `idea-zh-CN`, `summary-zh-CN`), its columns aligned and its lines wrapped by display width.
 - `start --lang zh-CN` writes the Chinese instructions into the workspace, and the
   locale chooses Chinese when no --lang does; the workspace remembers its language.
 - Every exercise has as many Chinese hints as English ones, with the code kept as it is;
   `hint` prints them.
 - `check` says its own sentences in Chinese (task passed or failed, the limits, changed
   files, the score); what a program reads, the results formats and the exit status,
-  is the same in either language.
-- `lab apply` names the Chinese guide; an unknown --lang is an error, exit status 2.
+  is the same in either language; the command it suggests for pytest's own report is the
+  same check, on the same folder (`--in DIR`) and task.
+- `lab apply` names the Chinese guide, and the lab commands' own errors (a lab applied
+  already, a guide's diff that no longer matches the code) are said in Chinese too; an
+  unknown --lang is an error, exit status 2.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from pathlib import Path
 import pytest
 
 from shared.tools.exercises import catalog, messages, workspace
+from shared.tools.exercises import lab as lab_tool
 from shared.tools.exercises.cli import main
-from shared.tools.exercises.messages import SENTENCES, again, say
-from shared.tools.language import LANGUAGES
+from shared.tools.exercises.messages import KEPT, SENTENCES, again, say
+from shared.tools.language import CLOSING, LANGUAGES, display_width, pad, wrap_columns
 
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = sorted(path.parent.name for path in catalog.EXERCISES.glob("*/exercise.toml"))
@@ -33,6 +39,10 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 CODE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+")
 LOCALE = ("LC_ALL", "LC_MESSAGES", "LANG")
 PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
+#: Ideas the glossary (shared/GLOSSARY.md) keeps in English on the Chinese pages too.
+KEPT_TERMS = ("Future", "continuation")
+#: What a summary names from the command line: --max-tasks, --delay, never translated.
+OPTION = re.compile(r"--[a-z][\w-]*")
 
 
 @pytest.fixture(autouse=True)
@@ -55,6 +65,75 @@ def exercise_of(name: str) -> catalog.Exercise:
     exercise = catalog.find(name)
     assert exercise is not None
     return exercise
+
+
+# --- list -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_exercise_has_its_idea_and_summary_in_chinese_with_the_code_kept(
+    name: str,
+) -> None:
+    exercise = exercise_of(name)
+    assert "zh-CN" in [lang for lang, _, _ in exercise.translated_lines], (
+        f"{name}: exercise.toml has no `idea-zh-CN` and `summary-zh-CN`: "
+        "`list --lang zh-CN` shows its English ones"
+    )
+    idea, summary = exercise.idea_in("zh-CN"), exercise.summary_in("zh-CN")
+    assert CJK.search(idea) or idea in KEPT_TERMS, f"{name}: `idea-zh-CN` is not Chinese"
+    assert CJK.search(summary), f"{name}: `summary-zh-CN` is not Chinese"
+    code = CODE.findall(exercise.summary) + OPTION.findall(exercise.summary)
+    missing = [word for word in code if word not in summary]
+    assert not missing, f"{name}: the Chinese summary lacks the code {missing}"
+
+
+def test_text_is_padded_and_wrapped_by_the_columns_a_terminal_gives_it() -> None:
+    assert display_width("事件循环 loop") == 13 and pad("协程", 6) == "协程  "
+    assert wrap_columns("one two three", 8) == ["one two", "three"]  # English: at spaces
+    # Chinese: between any two characters, but never a line that starts with "，"
+    assert wrap_columns("一二三四五六七八九，十", 18) == ["一二三四五六七八", "九，十"]
+    assert wrap_columns("用 select() 等待", 10) == ["用", "select()", "等待"]
+    for text in ("写出阶段 1 事件循环的一轮：在 select() 中等待，", "a " * 30):
+        for columns in range(2, 30):
+            lines = wrap_columns(text, columns)
+            assert all(display_width(line) <= columns for line in lines), (text, columns)
+            assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+
+
+def test_list_in_chinese_gives_the_chinese_ideas_and_summaries_aligned_by_display_width(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercises = catalog.all_exercises()
+    assert main(["list", "--lang", "zh-CN"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [line for line in lines if line and not line.startswith(" ")]
+    assert heads[-1] == "开始一个练习：nox -s exercise -- start NAME"
+    rows = heads[:-1]
+    assert [row.split()[0] for row in rows] == [e.name for e in exercises]
+    for row, exercise in zip(rows, exercises, strict=True):
+        idea = exercise.idea_in("zh-CN")
+        assert row.endswith(idea), row
+        # every idea starts in the same terminal column, whatever its name and stage hold
+        assert display_width(row) - display_width(idea) == display_width(rows[0]) - display_width(
+            exercises[0].idea_in("zh-CN")
+        ), row
+    summaries = "\n".join(lines)
+    for exercise in exercises:  # each summary whole once its lines are joined again
+        assert exercise.summary_in("zh-CN").replace(" ", "") in summaries.replace(
+            "\n    ", ""
+        ).replace(" ", ""), exercise.name
+    too_wide = [line for line in lines if display_width(line) > 4 + 88]
+    assert not too_wide, f"wrapped by characters, not columns: {too_wide}"
+    wrapped = [line.strip() for line in lines if line.startswith("    ")]
+    assert not [line for line in wrapped if line[0] in CLOSING], "a line starts with ，or 。"
+    assert exercises[0].summary not in summaries  # no English left
+
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")  # the locale chooses, --lang wins
+    assert main(["list"]) == 0
+    assert capsys.readouterr().out.splitlines() == lines
+    assert main(["list", "--lang", "en"]) == 0
+    english = capsys.readouterr().out
+    assert exercises[0].idea in english and "start one with: " in english
 
 
 # --- start ------------------------------------------------------------------------------
@@ -221,9 +300,12 @@ def test_check_speaks_chinese_and_its_results_and_status_do_not_change(
     assert status == 1
     assert screen.startswith("任务 1：未通过 - NotImplementedError: exercise s1-loop: write ")
     assert "s1-loop：1 个任务中通过了 0 个，得分 0/1" in screen
-    assert "（每个测试自己的报告：nox -s exercise -- check s1-loop --verbose）" in screen
+    again = f"nox -s exercise -- check s1-loop --in {folder} --task 1 --verbose"
+    assert f"（每个测试自己的报告：{again}）" in screen  # the same folder, the same task
     english_status, english = check(folder, "--lang", "en")
-    assert capsys.readouterr().out.startswith("task 1: FAILED - NotImplementedError: ")
+    screen = capsys.readouterr().out
+    assert screen.startswith("task 1: FAILED - NotImplementedError: ")
+    assert f"(each test's own report: {again})" in screen
     assert english_status == status
     assert chinese == english, "a results file changed with the language"
     assert b"task 1: FAILED" in english["gradescope"]  # its `output`: the English text
@@ -260,9 +342,28 @@ def test_lab_apply_in_chinese_names_the_chinese_guide(tmp_path: Path) -> None:
     applied = lab("apply", "1")  # the locale says Chinese
     assert applied.returncode == 0, applied.stderr
     assert "先预测（labs/01-forget-task-done.zh-CN.md），再运行" in applied.stdout
+    again = lab("apply", "1")  # the lab's own errors, in Chinese too
+    assert again.returncode == 2
+    assert again.stderr == "实验 01-forget-task-done 已经应用到 stage2_generators/crawler.py 上了\n"
     undone = lab("undo", "1", "--lang", "en")
     assert undone.returncode == 0, undone.stderr
     assert undone.stdout.startswith("lab 01-forget-task-done: restored ")
+    not_applied = lab("undo", "1")
+    assert not_applied.returncode == 2
+    assert not_applied.stderr.startswith("实验 01-forget-task-done 没有应用到 ")
+
+    crawler = tmp_path / "stage2_generators" / "crawler.py"
+    original = crawler.read_bytes()
+    crawler.write_bytes(b"\n\n" + original)  # the guide's lines moved down by two
+    moved = lab("apply", "1")
+    assert moved.returncode == 2
+    (hunk,) = lab_tool.parse_diff(lab_tool.find_lab("1").diff or "")["stage2_generators/crawler.py"]
+    assert moved.stderr == (  # where the lines to change are now: two lines further down
+        f"stage2_generators/crawler.py：实验指南中第 {hunk.start} 行的 hunk 与代码不符；"
+        f"这些行现在在 [{hunk.start + 2}]：请更新实验指南\n"
+    )
+    assert crawler.read_bytes() == b"\n\n" + original, "nothing was changed"
+    crawler.write_bytes(original)
     for package in PACKAGES:  # the copy is back as it was
         for path in (ROOT / package).rglob("*.py"):
             copy = tmp_path / path.relative_to(ROOT)
@@ -283,6 +384,23 @@ def test_what_stops_a_student_s_verb_is_said_in_chinese_too(
     assert "没有名为 'no-such-exercise' 的练习；现有的练习：" in capsys.readouterr().err
     assert main(["check", "s1-loop", "--in", str(tmp_path)]) == 2  # no locale: English
     assert "is not a workspace: run `nox -s exercise -- start" in capsys.readouterr().err
+    argv = ["check", "s1-loop", "--format", "json", "--format", "junit", "--lang", "zh-CN"]
+    assert main(argv) == 2  # check's own usage error, before any workspace is looked at
+    assert capsys.readouterr().err.startswith("每个 --output 要有一个 --format")
+    assert main(["lab", "apply", "no-such-lab", "--lang", "zh-CN"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "没有名为 'no-such-lab' 的实验；现有的实验：01-forget-task-done, "
+    )
+
+
+def test_every_sentence_a_result_or_an_error_keeps_in_english_is_said_again() -> None:
+    """`again` finds each kept sentence's own template: none is mistaken for another."""
+    kept = [key for key in SENTENCES["en"] if key.startswith(KEPT)]
+    assert "error.lab-applied" in kept and "error.hunk-moved" in kept
+    for key in kept:
+        fields = {name: f"<{name}>" for name in re.findall(r"\{(\w+)\}", SENTENCES["en"][key])}
+        english = say("en", key, **fields)
+        assert again(english, "zh-CN") == say("zh-CN", key, **fields), key
 
 
 @pytest.mark.parametrize(
@@ -310,7 +428,7 @@ def test_the_tool_s_sentences_come_from_one_table() -> None:
     tool = catalog.EXERCISES
     code = "".join(
         (tool / name).read_text(encoding="utf-8")
-        for name in ("cli.py", "reports.py", "checking.py", "manifest.py", "workspace.py")
+        for name in ("cli.py", "reports.py", "checking.py", "manifest.py", "workspace.py", "lab.py")
     )
     for sentence in (
         "tasks passed",
@@ -323,6 +441,12 @@ def test_the_tool_s_sentences_come_from_one_table() -> None:
         "FAILED - ",
         "is not a workspace: run",
         "no exercise named",
+        "no lab named",
+        "is applied already",
+        "update the guide",
+        "neither a diff nor a script",
+        "start one with",
+        "give one --format",
     ):
         assert sentence not in code, sentence
         assert any(sentence in text for text in messages.SENTENCES["en"].values())

@@ -21,12 +21,12 @@ import re
 import shutil
 import sys
 import textwrap
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from shared import STAGES
+from shared.tools.language import display_width
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "out"  # where --html writes by default: git ignores it
@@ -330,8 +330,7 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
     width = max(width, MIN_WIDTH)
     column = (width - 2 * digits - 5) // 2  # 5: three spaces and the mark
 
-    def cols(text: str) -> int:  # East Asian Wide characters (中文) take two columns each
-        return sum(1 + (unicodedata.east_asian_width(c) in "WF") for c in text)
+    cols = display_width  # East Asian Wide characters (中文) take two columns each
 
     def fit(text: str, code: bool = True) -> list[str]:  # by columns, not characters
         parts, hang = [], " " * min(len(text) - len(text.lstrip()) + 4, column // 2) * code

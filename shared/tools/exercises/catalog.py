@@ -1,7 +1,8 @@
 """The exercises: each a folder of shared/tools/exercises/ with an exercise.toml and a README.md.
 
-An exercise speaks each of LANGUAGES: its README.zh-CN.md beside README.md, and its
-`hints-zh-CN` beside `hints` in exercise.toml, as many and in the same order.
+An exercise speaks each of LANGUAGES: its README.zh-CN.md beside README.md, and in
+exercise.toml its `idea-zh-CN` and `summary-zh-CN` beside `idea` and `summary` (what
+`list` prints), and its `hints-zh-CN` beside `hints`, as many and in the same order.
 
 The format is described in shared/tools/exercises/README.md; `load` checks what the tool
 relies on and says what is wrong in words an exercise's author can act on.
@@ -65,6 +66,8 @@ class Exercise:
     weights: tuple[tuple[int, int], ...] = ()  # (task, points) where a task is not worth 1
     #: (language, hints) for each language but English: exercise.toml's `hints-zh-CN`.
     translated_hints: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    #: (language, idea, summary) for each language that has them: `idea-zh-CN`, `summary-zh-CN`.
+    translated_lines: tuple[tuple[str, str, str], ...] = ()
 
     def points(self, task: int) -> int:
         """What passing the task is worth: 1, unless exercise.toml's `points` says otherwise."""
@@ -81,6 +84,15 @@ class Exercise:
     def instructions_in(self, lang: str) -> Path:
         """The instructions in ``lang``: README.zh-CN.md for Chinese, README.md for English."""
         return self.instructions if lang == "en" else self.folder / f"README.{lang}.md"
+
+    def idea_in(self, lang: str) -> str:
+        """The idea in ``lang``; in English where exercise.toml has no `idea-LANG`."""
+        return next((idea for code, idea, _ in self.translated_lines if code == lang), self.idea)
+
+    def summary_in(self, lang: str) -> str:
+        """The summary in ``lang``; in English where exercise.toml has no `summary-LANG`."""
+        found = (summary for code, _, summary in self.translated_lines if code == lang)
+        return next(found, self.summary)
 
     def hints_in(self, lang: str) -> tuple[str, ...]:
         """The hints in ``lang`` (none where exercise.toml has no `hints-LANG`)."""
@@ -161,6 +173,11 @@ def load(folder: Path) -> Exercise:
             (lang, tuple(_texts(data, f"hints-{lang}", where, default=[])))
             for lang in LANGUAGES
             if lang != "en"
+        ),
+        translated_lines=tuple(
+            (lang, _text(data, f"idea-{lang}", where), _text(data, f"summary-{lang}", where))
+            for lang in LANGUAGES
+            if lang != "en" and (f"idea-{lang}" in data or f"summary-{lang}" in data)
         ),
     )
 

@@ -8,16 +8,16 @@ passed), 1 when a check found a failed task, 2 when the command could not do its
 already, tests that did not run, an unknown --lang) or when a file that judges the
 exercise was changed.
 
-`start`, `check`, `hint` and `lab` speak English or Chinese (messages.py): `--lang zh-CN`,
-else the language the workspace was started in, else Chinese where the locale says so.
-What the tests and the crawlers print stays as it is, and so do the results formats.
+`list`, `start`, `check`, `hint` and `lab` speak English or Chinese (messages.py):
+`--lang zh-CN`, else the language the workspace was started in, else Chinese where the
+locale says so.  What the tests and the crawlers print stays as it is, and so do the
+results formats.  The teachers' verbs (`solve`, `handout`, `grade`) speak English.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,10 +34,11 @@ from shared.tools.exercises.catalog import (
     tasks_in,
 )
 from shared.tools.exercises.messages import again, say
-from shared.tools.language import LANGUAGES, locale_language
+from shared.tools.language import LANGUAGES, display_width, locale_language, pad, wrap_columns
 
 # How the README tells students to run this tool; a handout has no nox.
 COMMAND = handout.TOOL if workspace.in_handout() else "nox -s exercise --"
+SUMMARY_COLUMNS = 88  # `list` wraps each summary to this many columns, indented by 4
 
 
 class Usage(Exception):
@@ -86,6 +87,7 @@ def parser() -> argparse.ArgumentParser:
     verbs = top.add_subparsers(dest="verb", metavar="VERB")
     listing = verbs.add_parser("list", help="every exercise: stage, idea, summary")
     listing.add_argument("--names", action="store_true", help="names only, one a line")
+    add_lang(listing)
     start = verbs.add_parser("start", help="make a workspace with the exercise's functions emptied")
     start.add_argument("name", metavar="NAME")
     start.add_argument("--into", type=Path, metavar="DIR", help="default: out/exercises/NAME")
@@ -154,23 +156,24 @@ def do_lab(action: str, name: str | None, lang: str = "en") -> int:
     return 0
 
 
-def show_list(names_only: bool) -> None:
-    """Print every exercise in the chapter's order."""
+def show_list(names_only: bool, lang: str = "en") -> None:
+    """Print every exercise in the chapter's order: its idea and summary in ``lang``."""
     exercises = all_exercises()
     if names_only:
         for exercise in exercises:
             print(exercise.name)
         return
     if not exercises:
-        print("no exercises yet")
+        print(say(lang, "list.none"))
         return
-    width = max(len(e.name) for e in exercises) + 2
-    stage_width = max(len(e.stage) for e in exercises) + 2
+    # Padded and wrapped by display width: a Chinese character takes two columns.
+    width = max(display_width(e.name) for e in exercises) + 2
+    stage_width = max(display_width(e.stage) for e in exercises) + 2
     for exercise in exercises:
-        print(f"{exercise.name:<{width}}{exercise.stage:<{stage_width}}{exercise.idea}")
-        for line in textwrap.wrap(exercise.summary, 88):
+        print(pad(exercise.name, width) + pad(exercise.stage, stage_width) + exercise.idea_in(lang))
+        for line in wrap_columns(exercise.summary_in(lang), SUMMARY_COLUMNS):
             print(" " * 4 + line)
-    print(f"\nstart one with: {COMMAND} start NAME")
+    print("\n" + say(lang, "list.start", command=f"{COMMAND} start NAME"))
 
 
 def exercise_named(name: str) -> Exercise:
@@ -208,7 +211,7 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     outputs: list[Path] = args.output or []
     forms: list[str] = args.format or ["text"] * max(1, len(outputs))
     if len(forms) != max(1, len(outputs)):
-        raise Usage("give one --format for each --output (or a single --format, for the screen)")
+        raise Usage(say("en", "error.formats"))
     folder, how = folder_of(exercise.name, args.folder)
     workspace.require_workspace(exercise, folder, how)
     lang = speaking(args.lang, folder)
@@ -243,7 +246,10 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
         print(reports.render(forms[0], exercise, result, lang), end="")
     on_screen = bool(outputs) or forms == ["text"]  # the text, not a format
     if not result.passed and result.ran and not args.verbose and on_screen:
-        verbose = f"{COMMAND} check {exercise.name} --verbose"
+        # The same check again, on the same folder and task, with pytest's own report.
+        where = "" if args.folder is None else f" --in {args.folder}"
+        task = "" if args.task is None else f" --task {args.task}"
+        verbose = f"{COMMAND} check {exercise.name}{where}{task} --verbose"
         print(say(lang, "check.verbose", command=verbose))
     if tampered or not result.ran:
         return 2
@@ -330,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
     """Carry out the verb the arguments name; return the exit status."""
     try:
         if args.verb in (None, "list"):
-            show_list(names_only=getattr(args, "names", False))
+            show_list(getattr(args, "names", False), speaking(getattr(args, "lang", None)))
             return 0
         if args.verb == "lab":
             return do_lab(args.action, args.name, speaking(args.lang))
@@ -347,8 +353,9 @@ def run(args: argparse.Namespace) -> int:
             return do_grade(exercise, args)
         return do_solve(exercise, args.folder, args.task)
     except Usage as error:
-        print(again(str(error), speaking(getattr(args, "lang", None))), file=sys.stderr)
-        show_list(names_only=False)
+        lang = speaking(getattr(args, "lang", None))
+        print(again(str(error), lang), file=sys.stderr)
+        show_list(False, lang)
         return 2
     except (workspace.WorkspaceError, ExerciseError, BodyError, SyntaxError, lab.LabError) as error:
         print(again(str(error), speaking(getattr(args, "lang", None))), file=sys.stderr)

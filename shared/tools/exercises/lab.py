@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shared.tools.exercises.catalog import ROOT
+from shared.tools.exercises.messages import say
 
 LABS = ROOT / "shared" / "tools" / "exercises" / "labs"
 HUNK = re.compile(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@")
 
 
 class LabError(Exception):
-    """A lab that cannot be applied or undone here, and why."""
+    """A lab that cannot be applied or undone here, and why: in English, as messages.py's
+    `say("en", ...)` words it; the command line says it again in the reader's language."""
 
 
 class DiffMismatch(LabError):
@@ -70,16 +72,16 @@ def parse_diff(diff: str) -> dict[str, list[Hunk]]:
             while len(old) < old_count or len(new) < new_count:
                 i += 1
                 if i == len(lines):
-                    raise DiffMismatch(f"{match[0]}: the hunk ends before its line counts")
+                    raise DiffMismatch(say("en", "error.hunk-short", hunk=match[0]))
                 tag, text = lines[i][:1], lines[i][1:]
                 if tag not in (" ", "-", "+"):
-                    raise DiffMismatch(f"not a line of a hunk: {lines[i]!r}")
+                    raise DiffMismatch(say("en", "error.hunk-line", line=repr(lines[i])))
                 if tag in " -":
                     old.append(text)
                 if tag in " +":
                     new.append(text)
             if (len(old), len(new)) != (old_count, new_count):
-                raise DiffMismatch(f"{lines[i]!r}: the hunk's line counts are wrong")
+                raise DiffMismatch(say("en", "error.hunk-counts", line=repr(lines[i])))
             hunks.append(Hunk(int(match[1]), old, new, int(match[3])))
         i += 1
     return files
@@ -92,10 +94,8 @@ def apply_hunks(path: str, text: str, hunks: list[Hunk]) -> str:
         at = hunk.start - 1
         if lines[at : at + len(hunk.old)] != hunk.old:
             where = [n + 1 for n in range(len(lines)) if lines[n : n + len(hunk.old)] == hunk.old]
-            raise DiffMismatch(
-                f"{path}: the guide's hunk at line {hunk.start} does not match the code; "
-                f"its lines are now at {where or 'no line at all'}: update the guide"
-            )
+            now = where or say("en", "error.no-line")
+            raise DiffMismatch(say("en", "error.hunk-moved", path=path, line=hunk.start, where=now))
         lines[at : at + len(hunk.old)] = hunk.new
     return "\n".join(lines) + "\n"
 
@@ -136,7 +136,7 @@ def read_lab(guide: Path) -> Lab:
     scripts = blocks(breaking, "python")
     saved = re.search(r"Save this script as\s+`(out/labs/\w+\.py)`", breaking)
     if not (scripts and saved):
-        raise LabError(f"{guide.name}: its Break it section has neither a diff nor a script")
+        raise LabError(say("en", "error.no-break", guide=guide.name))
     return Lab(guide, None, scripts[0], saved[1])
 
 
@@ -147,7 +147,7 @@ def find_lab(name: str, labs: Path = LABS) -> Lab:
         if name in (guide.stem, guide.name, title, number) or name == number.lstrip("0"):
             return read_lab(guide)
     names = ", ".join(guide.stem for guide in guides(labs))
-    raise LabError(f"no lab named {name!r}; the labs: {names}")
+    raise LabError(say("en", "error.no-lab", name=repr(name), names=names))
 
 
 def apply(lab: Lab, root: Path = ROOT) -> list[str]:
@@ -182,15 +182,16 @@ def _patch(lab: Lab, root: Path, backwards: bool) -> list[str]:
         wanted = [hunk.backwards() for hunk in hunks] if backwards else hunks
         try:
             texts[path] = apply_hunks(path, text, wanted)
-        except DiffMismatch:
+        except DiffMismatch as mismatch:
             # Already in the state asked for?  Then say so, rather than that lines moved.
             other = hunks if backwards else [hunk.backwards() for hunk in hunks]
             try:
                 apply_hunks(path, text, other)
             except DiffMismatch:
-                raise
-            state = "is not applied" if backwards else "is applied already"
-            raise LabError(f"lab {lab.name} {state} to {path}") from None
+                # Neither way fits: say where the lines asked for went, not the others.
+                raise mismatch from None
+            state = "error.lab-not-applied" if backwards else "error.lab-applied"
+            raise LabError(say("en", state, name=lab.name, path=path)) from None
     for path, text in texts.items():  # written only once every file took its hunks
         (root / path).write_bytes((text.replace("\n", "\r\n") if crlf[path] else text).encode())
     return sorted(texts)

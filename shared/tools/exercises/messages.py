@@ -16,6 +16,9 @@ from functools import cache
 
 SENTENCES: dict[str, dict[str, str]] = {
     "en": {
+        # list
+        "list.none": "no exercises yet",
+        "list.start": "start one with: {command}",
         # start
         "start.made": "workspace for {name}: {folder}",
         "start.emptied": "emptied, for you to write again:",
@@ -77,8 +80,27 @@ SENTENCES: dict[str, dict[str, str]] = {
             "(which throws away what is in it)"
         ),
         "error.not-empty": "{folder} exists and is not a workspace: choose a new or empty folder",
+        "error.formats": (
+            "give one --format for each --output (or a single --format, for the screen)"
+        ),
+        # what stops `lab apply` and `lab undo` (lab.py's LabError): the code is not as the
+        # guide's diff expects, or the guide itself is not one the tool can read
+        "error.no-lab": "no lab named {name}; the labs: {names}",
+        "error.lab-applied": "lab {name} is applied already to {path}",
+        "error.lab-not-applied": "lab {name} is not applied to {path}",
+        "error.hunk-moved": (
+            "{path}: the guide's hunk at line {line} does not match the code; "
+            "its lines are now at {where}: update the guide"
+        ),
+        "error.no-line": "no line at all",
+        "error.hunk-short": "{hunk}: the hunk ends before its line counts",
+        "error.hunk-line": "not a line of a hunk: {line}",
+        "error.hunk-counts": "{line}: the hunk's line counts are wrong",
+        "error.no-break": "{guide}: its Break it section has neither a diff nor a script",
     },
     "zh-CN": {
+        "list.none": "还没有练习",
+        "list.start": "开始一个练习：{command}",
         "start.made": "{name} 的工作区：{folder}",
         "start.emptied": "已清空、等你重写的函数：",
         "start.next": "先读 {instructions}，然后运行：{command}",
@@ -128,6 +150,18 @@ SENTENCES: dict[str, dict[str, str]] = {
             "{folder} 已经是一个工作区：检查它，或者加 --force 重新开始（会丢掉其中的内容）"
         ),
         "error.not-empty": "{folder} 已经存在，而且不是工作区：请选择一个新的或空的目录",
+        "error.formats": "每个 --output 要有一个 --format（或者只给一个 --format，输出到屏幕）",
+        "error.no-lab": "没有名为 {name} 的实验；现有的实验：{names}",
+        "error.lab-applied": "实验 {name} 已经应用到 {path} 上了",
+        "error.lab-not-applied": "实验 {name} 没有应用到 {path} 上",
+        "error.hunk-moved": (
+            "{path}：实验指南中第 {line} 行的 hunk 与代码不符；这些行现在在 {where}：请更新实验指南"
+        ),
+        "error.no-line": "哪一行都没有",
+        "error.hunk-short": "{hunk}：hunk 在达到它的行数之前就结束了",
+        "error.hunk-line": "不是 hunk 中的一行：{line}",
+        "error.hunk-counts": "{line}：hunk 的行数不对",
+        "error.no-break": "{guide}：它的 Break it 一节既没有 diff，也没有脚本",
     },
 }
 
