@@ -199,3 +199,27 @@ def ctrl_c_check(tmp_path: Path) -> Callable[[str], dict[str, Any]]:
             return doc
 
     return check
+
+
+# --- the exercise tool --------------------------------------------------------------------
+# Its modules are imported inside the fixtures: this file goes into every exercise's
+# workspace and handout, which hold the stages and shared/ but not the tools.
+
+
+@pytest.fixture
+def english_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exercise tool in English, whatever this machine's locale: a test reads its sentences."""
+    from shared.tools.language import LOCALE_VARIABLES
+
+    for name in LOCALE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stand-in for out/exercises/, where default workspaces go: no test touches the real one."""
+    from shared.tools.exercises import workspace
+
+    folder = tmp_path / "out-exercises"
+    monkeypatch.setattr(workspace, "OUT", folder)
+    return folder

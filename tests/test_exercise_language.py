@@ -32,39 +32,18 @@ from shared.tools.exercises.cli import main
 from shared.tools.exercises.messages import KEPT, SENTENCES, again, say
 from shared.tools.language import CLOSING, LANGUAGES, display_width, pad, wrap_columns
 
+pytestmark = pytest.mark.usefixtures("english_tool")  # the tool's sentences, in English
+
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = sorted(path.parent.name for path in catalog.EXERCISES.glob("*/exercise.toml"))
 CJK = re.compile(r"[\u4e00-\u9fff]")
 #: What a hint names from the code: dotted names and snake_case ones, never translated.
 CODE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+|[A-Za-z]\w*_\w+")
-LOCALE = ("LC_ALL", "LC_MESSAGES", "LANG")
 PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
 #: Ideas the glossary (shared/GLOSSARY.md) keeps in English on the Chinese pages too.
 KEPT_TERMS = ("Future", "continuation")
 #: What a summary names from the command line: --max-tasks, --delay, never translated.
 OPTION = re.compile(r"--[a-z][\w-]*")
-
-
-@pytest.fixture(autouse=True)
-def no_locale(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No locale at all, unless a test sets one: the tool's default is English."""
-    for name in LOCALE:
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in for out/exercises/, where default workspaces go."""
-    folder = tmp_path / "out-exercises"
-    monkeypatch.setattr(workspace, "OUT", folder)
-    return folder
-
-
-def exercise_of(name: str) -> catalog.Exercise:
-    """The exercise, which must exist."""
-    exercise = catalog.find(name)
-    assert exercise is not None
-    return exercise
 
 
 # --- list -------------------------------------------------------------------------------
@@ -74,7 +53,7 @@ def exercise_of(name: str) -> catalog.Exercise:
 def test_every_exercise_has_its_idea_and_summary_in_chinese_with_the_code_kept(
     name: str,
 ) -> None:
-    exercise = exercise_of(name)
+    exercise = catalog.named(name)
     assert "zh-CN" in [lang for lang, _, _ in exercise.translated_lines], (
         f"{name}: exercise.toml has no `idea-zh-CN` and `summary-zh-CN`: "
         "`list --lang zh-CN` shows its English ones"
@@ -142,7 +121,7 @@ def test_list_in_chinese_gives_the_chinese_ideas_and_summaries_aligned_by_displa
 def test_start_in_chinese_writes_the_chinese_instructions_and_says_so_in_chinese(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exercise = exercise_of("s1-connect")
+    exercise = catalog.named("s1-connect")
     folder = tmp_path / "ws"
     assert main(["start", "s1-connect", "--lang", "zh-CN", "--into", str(folder)]) == 0
     said = capsys.readouterr().out
@@ -166,7 +145,7 @@ def test_start_in_chinese_writes_the_chinese_instructions_and_says_so_in_chinese
 @pytest.mark.parametrize("name", NAMES)
 def test_every_exercise_s_chinese_instructions_name_where_the_english_ones_are(name: str) -> None:
     """In a workspace the English README is not beside the Chinese: the note says where it is."""
-    exercise = exercise_of(name)
+    exercise = catalog.named(name)
     text = workspace.instructions(exercise, "zh-CN")
     assert workspace.ORIGINAL_BESIDE not in text
     assert f"shared/tools/exercises/{name}/README.md" in text.split("\n## ")[0], name
@@ -176,7 +155,7 @@ def test_every_exercise_s_chinese_instructions_name_where_the_english_ones_are(n
 def test_the_locale_chooses_chinese_where_no_lang_does_and_lang_wins(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exercise = exercise_of("s1-loop")
+    exercise = catalog.named("s1-loop")
     english = exercise.instructions.read_text(encoding="utf-8")
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     assert main(["start", "s1-loop", "--into", str(tmp_path / "zh")]) == 0
@@ -199,7 +178,7 @@ def test_the_locale_chooses_chinese_where_no_lang_does_and_lang_wins(
 def test_every_exercise_has_as_many_chinese_hints_as_english_with_the_code_kept(
     name: str,
 ) -> None:
-    exercise = exercise_of(name)
+    exercise = catalog.named(name)
     english, chinese = exercise.hints, exercise.hints_in("zh-CN")
     assert len(chinese) == len(english), (
         f"{name}: {len(english)} hints in exercise.toml's `hints`, {len(chinese)} in "
@@ -214,7 +193,7 @@ def test_every_exercise_has_as_many_chinese_hints_as_english_with_the_code_kept(
 def test_hint_in_chinese_prints_the_chinese_hints_and_shares_the_count(
     out: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exercise = exercise_of("s1-loop")
+    exercise = catalog.named("s1-loop")
     chinese = exercise.hints_in("zh-CN")
     assert main(["hint", "s1-loop", "--lang", "zh-CN"]) == 0
     assert capsys.readouterr().out == f"提示 1/{len(chinese)}：{chinese[0]}\n"
@@ -225,7 +204,7 @@ def test_hint_in_chinese_prints_the_chinese_hints_and_shares_the_count(
 def test_a_workspace_started_in_chinese_gives_its_hints_in_chinese(
     out: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exercise = exercise_of("s2-future")
+    exercise = catalog.named("s2-future")
     assert main(["start", "s2-future", "--lang", "zh-CN"]) == 0  # the default workspace
     capsys.readouterr()
     total = len(exercise.hints)

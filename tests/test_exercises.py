@@ -44,21 +44,6 @@ def exercise_folders() -> list[str]:
     return sorted(path.parent.name for path in catalog.EXERCISES.glob("*/exercise.toml"))
 
 
-@pytest.fixture(autouse=True)
-def english(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tool in English, whatever this machine's locale: these tests read its sentences."""
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A stand-in for out/exercises/, so that no test touches the repository's own."""
-    folder = tmp_path / "out-exercises"
-    monkeypatch.setattr(workspace, "OUT", folder)
-    return folder
-
-
 def start(name: str, folder: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     """Start a workspace of ``name`` in ``folder``, which must succeed."""
     assert main(["start", name, "--into", str(folder)]) == 0
@@ -350,6 +335,8 @@ def test_check_judges_the_recorded_proof_and_the_task_marks(tmp_path: Path) -> N
 
 SAMPLE = '''\
 import functools
+
+pytestmark = pytest.mark.usefixtures("english_tool")  # the tool's sentences, in English
 
 
 def plain(a,

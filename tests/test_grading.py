@@ -29,6 +29,8 @@ from shared.tools.exercises import catalog, checking, handout, manifest, reports
 from shared.tools.exercises.bodies import put_bodies
 from shared.tools.exercises.cli import main
 
+pytestmark = pytest.mark.usefixtures("english_tool")  # the tool's sentences, in English
+
 ROOT = Path(__file__).resolve().parent.parent
 NAMES = sorted(path.parent.name for path in catalog.EXERCISES.glob("*/exercise.toml"))
 GRADER = "classroom-resources/autograding-command-grader@"
@@ -39,13 +41,6 @@ HOLLOW = "import pytest\n\n\n" + "".join(
 )
 
 
-def exercise_of(name: str) -> catalog.Exercise:
-    """The exercise, which must exist."""
-    exercise = catalog.find(name)
-    assert exercise is not None
-    return exercise
-
-
 def tasks_of(exercise: catalog.Exercise) -> list[int]:
     """The exercise's task numbers, as its test module marks them."""
     return catalog.tasks_in((ROOT / exercise.tests).read_text(encoding="utf-8"))
@@ -54,13 +49,6 @@ def tasks_of(exercise: catalog.Exercise) -> list[int]:
 def full_marks(exercise: catalog.Exercise) -> int:
     """What every task passed is worth."""
     return sum(exercise.points(n) for n in tasks_of(exercise))
-
-
-@pytest.fixture(autouse=True)
-def english(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tool in English, whatever this machine's locale: these tests read its sentences."""
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def quiet(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -88,7 +76,7 @@ def tamper(kind: str, folder: Path, exercise: catalog.Exercise) -> str:
 def test_an_edited_deleted_or_added_test_file_is_named_and_scores_nothing(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exercise = exercise_of(name)
+    exercise = catalog.named(name)
     folder = tmp_path / "ws"
     assert main(["start", name, "--into", str(folder)]) == 0
     assert main(["solve", name, "--in", str(folder)]) == 0  # even a right answer scores nothing
@@ -110,7 +98,7 @@ def test_a_student_who_rewrites_the_manifest_too_is_still_judged_by_the_real_tes
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The issue's own attack: hollow tests in place of test_s2_step.py, a patched conftest."""
-    exercise = exercise_of("s2-step")
+    exercise = catalog.named("s2-step")
     folder = tmp_path / "ws"
     assert main(["start", "s2-step", "--into", str(folder)]) == 0
     (folder / exercise.tests).write_text(HOLLOW, encoding="utf-8")
@@ -314,7 +302,7 @@ def run_tool(
 def test_a_handout_is_a_repository_for_students(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exercise = exercise_of("s1-loop")
+    exercise = catalog.named("s1-loop")
     folder = tmp_path / "handout"
     assert main(["handout", "s1-loop", str(folder)]) == 0
     for path in [
@@ -376,7 +364,7 @@ def test_a_handout_is_a_repository_for_students(
 @pytest.mark.parametrize("name", NAMES)
 def test_every_exercise_s_instructions_are_rewritten_for_the_handout(name: str) -> None:
     """No nox, no out/, and each `python -m` names a module the handout has."""
-    text = handout.rewrite(exercise_of(name).instructions.read_text(encoding="utf-8"))
+    text = handout.rewrite(catalog.named(name).instructions.read_text(encoding="utf-8"))
     assert "nox" not in text and "out/exercises" not in text
     assert "python -m shared.tools.exercises check " + name in " ".join(text.split())
     for module in set(re.findall(r"python -m ([\w.]+)", text)):
@@ -462,7 +450,7 @@ def test_the_handout_s_own_workflow_gives_0_unsolved_and_every_point_solved(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Every exercise, with one virtualenv for all: the one these tests run in."""
-    exercise = exercise_of(name)
+    exercise = catalog.named(name)
     folder = tmp_path / "handout"
     assert main(["handout", name, str(folder)]) == 0
     for target in exercise.replace:

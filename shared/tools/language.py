@@ -15,6 +15,8 @@ import unicodedata
 
 #: The languages the tools speak: English, and the Chinese of the pages named *.zh-CN.md.
 LANGUAGES = ("en", "zh-CN")
+#: The environment variables that say a program's language, the first one set deciding.
+LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
 
 
 def locale_language(environ: dict[str, str] | None = None) -> str | None:
@@ -24,7 +26,7 @@ def locale_language(environ: dict[str, str] | None = None) -> str | None:
     does for any program's messages: LC_ALL=C.UTF-8 with LANG=zh_CN.UTF-8 is not Chinese.
     """
     environ = dict(os.environ) if environ is None else environ
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+    for name in LOCALE_VARIABLES:
         if value := environ.get(name):
             return "zh-CN" if value.lower().startswith("zh") else None
     return None

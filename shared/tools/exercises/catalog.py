@@ -196,6 +196,14 @@ def find(name: str) -> Exercise | None:
     return load(folder)
 
 
+def named(name: str) -> Exercise:
+    """The exercise of that name; LookupError if there is none (for code that knows it exists)."""
+    exercise = find(name)
+    if exercise is None:
+        raise LookupError(f"no exercise {name!r} in {EXERCISES}")
+    return exercise
+
+
 def tasks_in(test_module: str) -> list[int]:
     """The task numbers the test module's `@pytest.mark.task(taskno=N)` marks name, sorted.
 
