@@ -26,7 +26,7 @@ from shared.crawling import Options
 from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.timeline import Timeline
-from shared.tools.bench import compare, measure, pagecost, server, threaded
+from shared.tools.bench import compare, inside, measure, pagecost, server, threaded
 from shared.tools.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
 from shared.tools.bench.compare import (
     DEFAULT_OUT,
@@ -41,6 +41,7 @@ from shared.tools.bench.figures import kib_per_fetch, memory_svg, race_svg
 from shared.tools.bench.load import load, site_paths
 from shared.tools.bench.measure import (
     ROOT,
+    SiteOptions,
     count_lines,
     in_flight_steps,
     level_bound,
@@ -49,6 +50,7 @@ from shared.tools.bench.measure import (
     peak_in_flight,
     posix_only,
     race_floor,
+    site_server,
 )
 from shared.tools.bench.phases import (
     PhaseStep,
@@ -551,3 +553,22 @@ def test_pagecost_reports_each_part_and_a_profile() -> None:
     assert [row.own_us for row in rows] == sorted((row.own_us for row in rows), reverse=True)
     assert all(f"| {label} |" in pagecost.table(parts, 1) for label in pagecost.PARTS.values())
     assert all(f"| `{row.function}` |" in pagecost.profile_table(rows) for row in rows)
+
+
+# --- inside: one crawler looked into --------------------------------------------------------
+
+
+def test_inside_levels_are_the_oracles_and_each_fetch_is_one_new_connection(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The levels tool finds each URL's level from the records that queued it: its counts
+    # must be the site's own breadth-first levels, or its per-level figures mean nothing.
+    site = SiteOptions(pages=120, fanout=10, traps=False, latency=0.01)
+    crawl = inside.crawl_function("stage1_callbacks")
+    per_level = inside.levels(crawl, site.pages, max_tasks=20, latency=site.latency)
+    with site_server(site) as server:
+        want = site.site().levels(server.url, ignore_robots=True)
+    assert [int(per_level[level]["end"]) for level in sorted(per_level)] == want
+    assert all(entry["connect"] == entry["end"] for entry in per_level.values())
+    assert all(0 <= entry["first"] <= entry["last"] for entry in per_level.values())
+    assert "level bound" in capsys.readouterr().out
