@@ -22,12 +22,19 @@ import pytest
 from test_crawl import assert_matches_oracle
 
 from shared import STAGES
-from shared.crawling import Options
+from shared.crawling import BaseCrawler, Options
 from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.timeline import Timeline
 from shared.tools.bench import compare, inside, measure, pagecost, server, threaded
-from shared.tools.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
+from shared.tools.bench.bench import (
+    COMMITTED_JSON,
+    DEFAULT_JSON,
+    QUICK_JSON,
+    markdown,
+    over_floor,
+    s2_floor_rows,
+)
 from shared.tools.bench.compare import (
     DEFAULT_OUT,
     DEFAULT_SVG,
@@ -572,3 +579,30 @@ def test_inside_levels_are_the_oracles_and_each_fetch_is_one_new_connection(
     assert all(entry["connect"] == entry["end"] for entry in per_level.values())
     assert all(0 <= entry["first"] <= entry["last"] for entry in per_level.values())
     assert "level bound" in capsys.readouterr().out
+
+
+def test_s2_floor_is_the_level_bound_or_the_crawls_own_cpu_whichever_is_larger() -> None:
+    # Below the bound the CPU changes nothing; above it, the CPU is the floor.
+    assert over_floor([1.2, 1.5, None, 1.0], [0.5, 1.4, 0.3, None], 1.1) == [
+        round(1.2 / 1.1, 4),
+        round(1.5 / 1.4, 4),
+        None,
+        None,
+    ]
+    entry = {"crawl_cpu_s": [0.5, 1.4], "over_floor": over_floor([1.2, 1.5], [0.5, 1.4], 1.1)}
+    rows = s2_floor_rows({"results": {"a": entry, "b": entry}}, ["a", "b"])
+    assert rows[0].endswith("| 0.95 | 0.95 |")  # the median of 0.5 and 1.4 s
+    assert "| 1.08x (1.07-1.09) |" in rows[1]
+    # A results file from before the crawls noted their CPU: no such rows.
+    assert s2_floor_rows({"results": {"a": {"over_floor": []}}}, ["a"]) == []
+
+
+def test_timeline_notes_the_cpu_a_crawl_spent() -> None:
+    timeline = Timeline()
+    crawler = BaseCrawler(["http://h/"], Options(ignore_robots=True))
+    timeline.crawl_started(crawler)
+    spent = time.process_time() + 0.05
+    while time.process_time() < spent:  # the crawl's own work, as far as the clock can tell
+        pass
+    timeline.crawl_finished(crawler.result())
+    assert 0.05 <= timeline.to_json()["cpu_s"] < 5
