@@ -92,23 +92,38 @@ def type_sizes() -> Counter[str]:
     return sizes
 
 
-def memory(crawl: Crawl, fetches: int, delay: float, top: int) -> None:
-    """Print what one fetch in flight holds: tracemalloc's difference per fetch."""
+def memory(crawl: Crawl, fetches: int, delay: float, top: int, when_requests: int = 0) -> None:
+    """Print what one fetch in flight holds: tracemalloc's difference per fetch.
+
+    With ``when_requests``, the objects are compared once the site has had that many
+    requests, rather than once every fetch waits: to look at the fetches still connecting.
+    """
     site = SiteOptions(pages=1, traps=False, wide=fetches, wide_delay=delay)
     server = SiteServer(site)
     found: dict[str, Any] = {}
+    samples: list[tuple[float, int, int]] = []  # (seconds, bytes traced, requests at the site)
+    crawled = threading.Event()
 
-    def look_when_all_wait() -> None:
-        # The site's count of requests in flight says when every fetch waits for its answer.
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline:
-            if server.stats()["max_in_flight"] >= fetches:
-                time.sleep(delay / 10)  # the last requests' senders settle into their wait
+    def watch() -> None:
+        # The site's count of requests in flight says when every fetch waits for its answer;
+        # meanwhile, the Python objects traced are sampled, to see when their peak came.
+        started = time.monotonic()
+        while not crawled.is_set():
+            stats = server.stats()
+            now = time.monotonic() - started
+            samples.append((now, tracemalloc.get_traced_memory()[0], stats["requests"]))
+            ready = (
+                stats["requests"] >= when_requests
+                if when_requests
+                else (stats["max_in_flight"] >= fetches)
+            )
+            if "snapshot" not in found and ready:
+                if not when_requests:
+                    time.sleep(delay / 10)  # the last requests' senders settle into their wait
                 gc.collect()
-                found["in_flight"] = server.stats()["max_in_flight"]
+                found["in_flight"], found["at"] = server.stats()["max_in_flight"], now
                 found["snapshot"] = tracemalloc.take_snapshot()
                 found["types"] = type_sizes()
-                return
             time.sleep(0.02)
 
     try:
@@ -119,20 +134,34 @@ def memory(crawl: Crawl, fetches: int, delay: float, top: int) -> None:
         tracemalloc.start()
         gc.collect()
         before, types_before = tracemalloc.take_snapshot(), type_sizes()
-        watcher = threading.Thread(target=look_when_all_wait, daemon=True)
+        start_bytes = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         result = crawl([server.url], options)
+        crawled.set()
         watcher.join()
+        peak_bytes = tracemalloc.get_traced_memory()[1] - start_bytes
         tracemalloc.stop()
     finally:
         server.close()
     if "snapshot" not in found:
         raise SystemExit(f"the site never had {fetches} requests in flight: try a longer --delay")
     ok = sum(1 for stat in result.fetches if stat.status == 200)
-    print(f"{ok} of {fetches + 1} answered; measured with {found['in_flight']} in flight")
+    print(
+        f"{ok} of {fetches + 1} answered; looked at {found['at']:.2f} s, "
+        f"with {found['in_flight']} in flight at the site"
+    )
     diff = found["snapshot"].compare_to(before, "lineno")
     total = sum(stat.size_diff for stat in diff)
     print(f"\nPython objects per fetch in flight: {total / fetches:,.0f} bytes (tracemalloc)")
+    print(f"The crawl's peak of Python objects, per fetch: {peak_bytes / fetches:,.0f} bytes")
+    when, most, requests = max(samples, key=lambda sample: sample[1])
+    print(
+        f"  (sampled every 20 ms: the most, {(most - start_bytes) / fetches:,.0f} bytes per fetch, "
+        f"came at {when:.2f} s, when the site had had {requests} requests; "
+        f"looked at {found['at']:.2f} s)"
+    )
     print(f"\nBy line, the {top} largest (bytes per fetch, objects per fetch):")
     for stat in sorted(diff, key=lambda s: -s.size_diff)[:top]:
         frame = stat.traceback[0]
@@ -309,6 +338,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("crawler", help="stage1_callbacks, ..., or shared.tools.bench.threaded")
     parser.add_argument("--fetches", type=int, default=2000, help="memory: fetches at once")
     parser.add_argument("--delay", type=float, default=8.0, help="memory: seconds per answer")
+    parser.add_argument(
+        "--when-requests",
+        type=int,
+        default=0,
+        metavar="N",
+        help="memory: look once the site "
+        "has had N requests (default: once every fetch waits for its answer)",
+    )
     parser.add_argument("--pages", type=int, default=2000, help="cpu, levels: the site's pages")
     parser.add_argument("--max-tasks", type=int, default=100, help="cpu, levels (100)")
     parser.add_argument("--latency", type=float, default=0.05, help="levels: seconds (0.05)")
@@ -320,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     posix_only("python -m shared.tools.bench.inside")
     crawl = crawl_function(args.crawler)
     if args.what == "memory":
-        memory(crawl, args.fetches, args.delay, args.top)
+        memory(crawl, args.fetches, args.delay, args.top, args.when_requests)
     elif args.what == "cpu":
         cpu(crawl, args.pages, args.max_tasks, args.repeat, args.top)
     else:
