@@ -22,8 +22,12 @@ looked into.  CRAWLER is a stage's package or ``shared.tools.bench.threaded``.
   queued it, plus one.  Per level: its pages, when its first fetch began and its last
   ended, the CPU the process spent meanwhile, the new connections made (a try of a
   fetch that had its connection), and what the level bound allows it,
-  ceil(pages / max-tasks) x latency.  A watcher of connections makes stage 3 add
-  aiohttp's tracing hooks: its CPU here is a little more than in the benchmark.
+  ceil(pages / max-tasks) x latency, and the mean time of its fetches, from each one's
+  start to its record (the latency, plus connecting, the site's and the crawler's own
+  work, and any wait for the CPU in between) and of its connecting alone.  A watcher of
+  connections makes stage 3 add aiohttp's tracing hooks: its CPU here is a little more
+  than in the benchmark.  The site is not pinned to a core of its own here: the times
+  are a quiet machine's only on a quiet machine; the CPU and the counts are any machine's.
 
 Every figure is one run's: the commands are what RESULTS.md quotes.
 """
@@ -279,7 +283,8 @@ def levels(
     """Print, per level of the site, its time, its CPU and its connections, beside the bound.
 
     Return the figures per level: ``end`` (its pages), ``connect`` (its new connections),
-    ``first`` and ``last`` (seconds), ``first_cpu`` and ``last_cpu`` (CPU seconds).
+    ``first`` and ``last`` (seconds), ``first_cpu`` and ``last_cpu`` (CPU seconds),
+    ``fetch_s`` (the sum of its fetches' times), ``connect_s`` (of their times to connect).
     """
     site = SiteOptions(pages=pages, fanout=10, traps=False, latency=latency)
     server = SiteServer(site)
@@ -296,9 +301,16 @@ def levels(
     finally:
         server.close()
     per_level: dict[int, defaultdict[str, float]] = {}
+    began: dict[str, float] = {}
     for what, url, wall, cpu_s in watcher.events:
         entry = per_level.setdefault(watcher.level.get(url, 0), defaultdict(float))
         entry[what] += 1
+        if what == "start":
+            began[url] = wall
+        if what == "connect":  # connecting: from the fetch's start to its connection
+            entry["connect_s"] += wall - began.get(url, wall)
+        if what == "end":  # a fetch's own time: from its start to its record
+            entry["fetch_s"] += wall - began.pop(url, wall)
         if what == "start" and "first" not in entry:
             entry["first"], entry["first_cpu"] = wall - wall0, cpu_s - cpu0
         if what == "end":
@@ -308,7 +320,10 @@ def levels(
         f"{wall1 - wall0:.3f} s, {cpu1 - cpu0:.3f} s of CPU "
         f"({(cpu1 - cpu0) / len(result.fetches) * 1e6:.0f} µs a page)"
     )
-    print("\nlevel  pages  connections  first start  last end  span s  bound s  CPU in span s")
+    print(
+        "\nlevel  pages  connections  first start  last end  span s  bound s  CPU in span s"
+        "  fetch ms  connect ms"
+    )
     bound = 0.0
     for level in sorted(per_level):
         e = per_level[level]
@@ -319,6 +334,8 @@ def levels(
             f"{level:5}  {e['end']:5.0f}  {e['connect']:11.0f}"
             f"  {e['first']:11.3f}  {e['last']:8.3f}"
             f"  {span:6.3f}  {rounds:7.2f}  {e['last_cpu'] - e['first_cpu']:13.3f}"
+            f"  {e['fetch_s'] / e['end'] * 1000:8.1f}"
+            f"  {e['connect_s'] / max(e['connect'], 1) * 1000:10.1f}"
         )
     crawl_cpu = cpu1 - cpu0
     print(
