@@ -606,3 +606,16 @@ def test_timeline_notes_the_cpu_a_crawl_spent() -> None:
         pass
     timeline.crawl_finished(crawler.result())
     assert 0.05 <= timeline.to_json()["cpu_s"] < 5
+
+
+def test_inside_memory_weighs_fetches_while_they_all_wait(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Looked at too early (before the fetches began) it would find next to nothing per
+    # fetch; divided wrongly, far too much.  A waiting fetch of stage 1 is about 1.2 KB.
+    crawl = inside.crawl_function("stage1_callbacks")
+    waiting, peak = inside.memory(crawl, fetches=200, delay=3.0, top=5)
+    assert 600 < waiting < 4000
+    assert peak >= waiting * 0.9
+    out = capsys.readouterr().out
+    assert "201 of 201 answered" in out and "stage1_callbacks: crawler.py" in out

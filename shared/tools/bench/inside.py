@@ -96,11 +96,14 @@ def type_sizes() -> Counter[str]:
     return sizes
 
 
-def memory(crawl: Crawl, fetches: int, delay: float, top: int, when_requests: int = 0) -> None:
+def memory(
+    crawl: Crawl, fetches: int, delay: float, top: int, when_requests: int = 0
+) -> tuple[float, float]:
     """Print what one fetch in flight holds: tracemalloc's difference per fetch.
 
     With ``when_requests``, the objects are compared once the site has had that many
     requests, rather than once every fetch waits: to look at the fetches still connecting.
+    Return the bytes per fetch then, and at the crawl's peak.
     """
     site = SiteOptions(pages=1, traps=False, wide=fetches, wide_delay=delay)
     server = SiteServer(site)
@@ -183,6 +186,7 @@ def memory(crawl: Crawl, fetches: int, delay: float, top: int, when_requests: in
     print(f"\nBy type, the {top} largest (objects the collector tracks, bytes per fetch):")
     for name, size in grown.most_common(top):
         print(f"  {size / fetches:8,.0f}  {name}")
+    return total / fetches, peak_bytes / fetches
 
 
 # --------------------------------------------------------------------------- cpu
