@@ -160,6 +160,19 @@ class ResponseParser:
     chunk), and finally "done".  After a WireError the parser must be discarded.
     """
 
+    # No __dict__ per parser: one waits in every fetch in flight (the benchmark's S3).
+    __slots__ = (
+        "_body",
+        "_buffer",
+        "_headers",
+        "_max_body",
+        "_remaining",
+        "_searched",
+        "_state",
+        "_status",
+        "_too_large",
+    )
+
     def __init__(self, max_body: int = MAX_BODY) -> None:
         """Make a parser that gives up on bodies longer than ``max_body`` bytes."""
         self._max_body = max_body

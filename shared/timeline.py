@@ -6,16 +6,20 @@ the order they were recorded: ``timeline``, ``[url, start, end]``, and ``phases`
 ``[url, queued, connected]``, in seconds since the crawl began.  ``queued`` is when the
 URL was found (a root: 0), ``connected`` when its last try had its connection (null if it
 never had one).  They are the raw data of the comparison's pictures (shared/tools/bench).
+Beside them, ``cpu_s``: the CPU time the process spent from the crawl's start to its end,
+the same span as ``elapsed_s`` (the benchmark's S2 compares the two).
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from shared.observe import Observer
 
 if TYPE_CHECKING:
     from shared.crawling import BaseCrawler
+    from shared.report import CrawlResult
 
 
 class Timeline(Observer):
@@ -30,6 +34,7 @@ class Timeline(Observer):
         self.queued_at: dict[str, float] = {}
         self.started_at: dict[str, float] = {}
         self.connected_at: dict[str, float] = {}
+        self.cpu_started = self.cpu_s = 0.0  # process CPU time at the start; spent by the end
 
     def now(self) -> float:
         """Seconds since the watched crawl began."""
@@ -39,6 +44,7 @@ class Timeline(Observer):
     def crawl_started(self, crawler: BaseCrawler) -> None:
         """The roots are queued when the crawl begins, at 0."""
         self.crawler = crawler
+        self.cpu_started = time.process_time()
         self.queued_at.update(dict.fromkeys(crawler.roots, 0.0))
 
     def queued(self, url: str) -> None:
@@ -66,9 +72,14 @@ class Timeline(Observer):
         queued = self.queued_at.pop(url, start)  # a robots.txt is begun when it is queued
         self.phases.append((url, queued, self.connected_at.pop(url, None)))
 
+    def crawl_finished(self, result: CrawlResult) -> None:
+        """Note the CPU the crawl took, over the span of its ``elapsed_s``."""
+        self.cpu_s = time.process_time() - self.cpu_started
+
     def to_json(self) -> dict[str, Any]:
-        """The two lists, as --timeline adds them to a crawl's JSON (times to the microsecond)."""
+        """The two lists and the CPU, as --timeline adds them to a crawl's JSON."""
         return {
+            "cpu_s": round(self.cpu_s, 6),
             "timeline": [[url, round(a, 6), round(b, 6)] for url, a, b in self.timeline],
             "phases": [
                 [url, round(queued, 6), None if connected is None else round(connected, 6)]

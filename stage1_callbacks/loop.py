@@ -30,6 +30,8 @@ ExceptionHandler = Callable[[Exception, Callback], None]
 class TimerHandle:
     """A callback due at a given time; ``cancel()`` keeps it from running."""
 
+    __slots__ = ("_cancelled", "args", "callback", "when")  # no __dict__: one per fetch
+
     def __init__(self, when: float, callback: Callback, args: tuple[Any, ...]) -> None:
         """Remember what to call and when (in the loop's monotonic clock)."""
         self.when = when

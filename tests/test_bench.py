@@ -21,13 +21,20 @@ import pytest
 from test_crawl import crawl_the_hostile_site
 
 from shared import STAGES
-from shared.crawling import Options
+from shared.crawling import BaseCrawler, Options
 from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 from shared.timeline import Timeline
-from shared.tools.bench import compare, measure, pagecost, server, threaded
-from shared.tools.bench.bench import COMMITTED_JSON, DEFAULT_JSON, QUICK_JSON, markdown
+from shared.tools.bench import compare, inside, measure, pagecost, server, threaded
+from shared.tools.bench.bench import (
+    COMMITTED_JSON,
+    DEFAULT_JSON,
+    QUICK_JSON,
+    markdown,
+    over_floor,
+    s2_floor_rows,
+)
 from shared.tools.bench.compare import (
     DEFAULT_OUT,
     DEFAULT_SVG,
@@ -41,6 +48,7 @@ from shared.tools.bench.figures import kib_per_fetch, memory_svg, race_svg
 from shared.tools.bench.load import load, site_paths
 from shared.tools.bench.measure import (
     ROOT,
+    SiteOptions,
     count_lines,
     in_flight_steps,
     level_bound,
@@ -49,6 +57,7 @@ from shared.tools.bench.measure import (
     peak_in_flight,
     posix_only,
     race_floor,
+    site_server,
 )
 from shared.tools.bench.phases import (
     PhaseStep,
@@ -546,3 +555,62 @@ def test_pagecost_reports_each_part_and_a_profile() -> None:
     assert [row.own_us for row in rows] == sorted((row.own_us for row in rows), reverse=True)
     assert all(f"| {label} |" in pagecost.table(parts, 1) for label in pagecost.PARTS.values())
     assert all(f"| `{row.function}` |" in pagecost.profile_table(rows) for row in rows)
+
+
+# --- inside: one crawler looked into --------------------------------------------------------
+
+
+def test_inside_levels_are_the_oracles_and_each_fetch_is_one_new_connection(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The levels tool finds each URL's level from the records that queued it: its counts
+    # must be the site's own breadth-first levels, or its per-level figures mean nothing.
+    site = SiteOptions(pages=120, fanout=10, traps=False, latency=0.01)
+    crawl = inside.crawl_function("stage1_callbacks")
+    per_level = inside.levels(crawl, site.pages, max_tasks=20, latency=site.latency)
+    with site_server(site) as server:
+        want = site.site().levels(server.url, ignore_robots=True)
+    assert [int(per_level[level]["end"]) for level in sorted(per_level)] == want
+    assert all(entry["connect"] == entry["end"] for entry in per_level.values())
+    assert all(0 <= entry["first"] <= entry["last"] for entry in per_level.values())
+    assert "level bound" in capsys.readouterr().out
+
+
+def test_s2_floor_is_the_level_bound_or_the_crawls_own_cpu_whichever_is_larger() -> None:
+    # Below the bound the CPU changes nothing; above it, the CPU is the floor.
+    assert over_floor([1.2, 1.5, None, 1.0], [0.5, 1.4, 0.3, None], 1.1) == [
+        round(1.2 / 1.1, 4),
+        round(1.5 / 1.4, 4),
+        None,
+        None,
+    ]
+    entry = {"crawl_cpu_s": [0.5, 1.4], "over_floor": over_floor([1.2, 1.5], [0.5, 1.4], 1.1)}
+    rows = s2_floor_rows({"results": {"a": entry, "b": entry}}, ["a", "b"])
+    assert rows[0].endswith("| 0.95 | 0.95 |")  # the median of 0.5 and 1.4 s
+    assert "| 1.08x (1.07-1.09) |" in rows[1]
+    # A results file from before the crawls noted their CPU: no such rows.
+    assert s2_floor_rows({"results": {"a": {"over_floor": []}}}, ["a"]) == []
+
+
+def test_timeline_notes_the_cpu_a_crawl_spent() -> None:
+    timeline = Timeline()
+    crawler = BaseCrawler(["http://h/"], Options(ignore_robots=True))
+    timeline.crawl_started(crawler)
+    spent = time.process_time() + 0.05
+    while time.process_time() < spent:  # the crawl's own work, as far as the clock can tell
+        pass
+    timeline.crawl_finished(crawler.result())
+    assert 0.05 <= timeline.to_json()["cpu_s"] < 5
+
+
+def test_inside_memory_weighs_fetches_while_they_all_wait(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Looked at too early (before the fetches began) it would find next to nothing per
+    # fetch; divided wrongly, far too much.  A waiting fetch of stage 1 is about 1.2 KB.
+    crawl = inside.crawl_function("stage1_callbacks")
+    waiting, peak = inside.memory(crawl, fetches=200, delay=3.0, top=5)
+    assert 600 < waiting < 4000
+    assert peak >= waiting * 0.9
+    out = capsys.readouterr().out
+    assert "201 of 201 answered" in out and "stage1_callbacks: crawler.py" in out

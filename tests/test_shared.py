@@ -560,7 +560,7 @@ def test_json_document_has_the_documented_fields() -> None:
     timeline.timeline, timeline.phases = [("http://h/", 0.0, 0.1)], [("http://h/", 0.0, 0.02)]
     write_json(sample_result(), out, timeline.to_json())
     doc = json.loads(out.getvalue())
-    keys = {"stage", "roots", "elapsed_s", "interrupted", "fetches", "timeline", "phases"}
+    keys = {"stage", "roots", "elapsed_s", "interrupted", "fetches", "timeline", "phases", "cpu_s"}
     assert set(doc) == keys
     assert doc["timeline"] == [["http://h/", 0.0, 0.1]]  # the triple, as it always was
     assert doc["phases"] == [["http://h/", 0.0, 0.02]]  # queued, connected: beside it
