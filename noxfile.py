@@ -314,7 +314,7 @@ def compare(session: nox.Session) -> None:
 
 @nox.session(python=False, default=False)
 def bench(session: nox.Session) -> None:
-    """The benchmark (about 7 minutes) to out/results.json: `-- --quick` for a smoke run."""
+    """The benchmark (about 4 minutes, quiet) to out/results.json: `-- --quick` for a smoke run."""
     run_class(session, "-m", "shared.tools.bench.bench", *session.posargs)
 
 
