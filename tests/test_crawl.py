@@ -39,6 +39,7 @@ from shared.testsite import (
 )
 from shared.testsite.oracle import assert_matches_oracle
 from shared.timeline import Timeline
+from shared.tools.bench import threaded
 
 
 def test_default_site_gives_the_oracles_pages_and_records(
@@ -181,7 +182,7 @@ def crawl_the_hostile_site(
 ) -> tuple[CrawlResult, str]:
     """Crawl Site(hostile=True), half a second a try and two tries, and check that the crawl
     ended within ``limit_s`` (a hang bound) and as the oracle says.  Returns the result and
-    the base URL.  The threaded baseline (tests/test_bench.py) is held to it too."""
+    the base URL.  The benchmark's threaded baseline is held to it too."""
     site = Site(hostile=True)
     with serve(site) as base_url:
         started = time.monotonic()
@@ -194,6 +195,13 @@ def crawl_the_hostile_site(
 def test_hostile_pages_end_as_records_and_the_crawl_finishes(stage: ModuleType) -> None:
     """Silence, resets, short bodies, garbage, 20 MB and binary: no hang, no crash."""
     crawl_the_hostile_site(stage.crawl, 30)
+
+
+def test_the_threaded_baseline_retries_and_times_out_like_the_stages() -> None:
+    """The benchmark's thread pool is held to the same records: it races fair."""
+    result, base_url = crawl_the_hostile_site(threaded.crawl, 20)
+    silent = result.by_url()[base_url + "hostile/silent"]
+    assert silent.tries == 2 and "Timeout" in (silent.error or "")
 
 
 @pytest.fixture(scope="module")
