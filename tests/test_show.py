@@ -263,14 +263,19 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return made
 
 
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    """A headless Chromium, shared by this module's browser tests."""
+def need_browser() -> None:
+    """Skip a test that needs Chromium where there is none, unless CI requires it: then fail."""
     reason = browser.missing()
     if reason:
         if os.environ.get("CRAWLER500_REQUIRE_BROWSER") == "1":
             pytest.fail(f"CRAWLER500_REQUIRE_BROWSER=1, but {reason}")
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    """A headless Chromium, shared by this module's browser tests."""
+    need_browser()
     with browser.headless_chromium() as chromium:
         yield chromium
 
@@ -607,8 +612,7 @@ def test_the_screenshot_is_a_png_of_the_whole_page(
 
 
 def test_the_big_screenshot_is_a_1280x720_screen(pages: dict[str, Path], tmp_path: Path) -> None:
-    if reason := browser.missing():
-        pytest.skip(reason)
+    need_browser()
     picture = tmp_path / "big.png"
     assert main(["all", "--out", str(pages["all"]), "--no-open", "--site-latency", "0.02", "-q",
                  "--big", "--screenshot", str(picture)]) == 0  # fmt: skip
