@@ -24,6 +24,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from shared import STAGES
 from shared.tools.language import display_width
@@ -87,8 +88,7 @@ STAGE1_TO_LATER = (
 )
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
     """One line of a file: its number (from 1) and its text, without the newline."""
 
     number: int

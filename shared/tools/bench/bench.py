@@ -82,14 +82,17 @@ S3_TARGET_KIB = {"stage1_callbacks": 1.0, "stage2_generators": 4.0, "stage3_asyn
 RACE_TARGET = 1.5
 
 
+#: The site of S0, S1 and S2 (S2 adds its latency to it): no traps, so every page counts.
+BENCH_SITE = SiteOptions(pages=2000, fanout=10, traps=False)
+
+
 @dataclass(frozen=True)
 class Plan:
     """The sizes of one benchmark: the full one, or the quick smoke run."""
 
     runs: int = 5
     load_seconds: float = 2.0
-    pages: int = 2000
-    fanout: int = 10
+    site: SiteOptions = BENCH_SITE
     max_tasks: int = 100
     latency: float = 0.05
     # The first size is measured --runs times; the others are checks, run once, as the
@@ -102,7 +105,7 @@ class Plan:
 QUICK = Plan(
     runs=1,
     load_seconds=0.5,
-    pages=300,
+    site=replace(BENCH_SITE, pages=300),
     max_tasks=20,
     wide=(300, 600),
     wide_delay=0.5,
@@ -195,14 +198,14 @@ class Bench:
     def ceiling(self) -> dict[str, Any]:
         """S0: the site's own requests per second, with a bare client, both ways."""
         plan = self.plan
-        self.log(f"S0 ceiling: {plan.pages}-page site, bare load client")
-        site = SiteOptions(pages=plan.pages, fanout=plan.fanout, traps=False)
+        site = plan.site
+        self.log(f"S0 ceiling: {site.pages}-page site, bare load client")
         figures: dict[str, list[float]] = {"close": [], "keep_alive": []}
         with site_server(site, self.site_core) as server:
             for _ in range(plan.runs):
                 for mode in figures:
                     argv = [sys.executable, "-m", "shared.tools.bench.load", server.url]
-                    argv += [f"--pages={plan.pages}", f"--seconds={plan.load_seconds}"]
+                    argv += [f"--pages={site.pages}", f"--seconds={plan.load_seconds}"]
                     argv += ["--keep-alive"] if mode == "keep_alive" else []
                     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT)
                     pin(proc.pid, self.crawler_core)
@@ -210,7 +213,7 @@ class Bench:
                     figures[mode].append(float(json.loads(out)["per_s"]))
                     self.log(f"  {mode}: {figures[mode][-1]:.0f} requests/s")
         return {
-            "site": {"pages": plan.pages, "fanout": plan.fanout},
+            "site": {"pages": site.pages, "fanout": site.fanout},
             "seconds": plan.load_seconds,
             "close": {"per_s": figures["close"], **summary(figures["close"])},
             "keep_alive": {"per_s": figures["keep_alive"], **summary(figures["keep_alive"])},
@@ -266,8 +269,8 @@ class Bench:
     def throughput(self) -> dict[str, Any]:
         """S1: pages per second on a site with no latency."""
         plan = self.plan
-        self.log(f"S1 throughput: {plan.pages} pages, --max-tasks {plan.max_tasks}")
-        doc = self.site_crawls(SiteOptions(pages=plan.pages, fanout=plan.fanout, traps=False))
+        self.log(f"S1 throughput: {plan.site.pages} pages, --max-tasks {plan.max_tasks}")
+        doc = self.site_crawls(plan.site)
         self.derive(doc, "pages_per_s", lambda seconds, records: records / seconds)
         doc["max_tasks"] = plan.max_tasks
         return doc
@@ -276,8 +279,7 @@ class Bench:
         """S2: crawl time over the level bound, on a site that answers after a latency."""
         plan = self.plan
         self.log(f"S2 latency-bound: {plan.latency * 1000:g} ms per response")
-        site = SiteOptions(pages=plan.pages, fanout=plan.fanout, traps=False, latency=plan.latency)
-        doc = self.site_crawls(site)
+        doc = self.site_crawls(replace(plan.site, latency=plan.latency))
         bound = level_bound(doc["levels"], plan.max_tasks, plan.latency)
         self.derive(doc, "over_bound", lambda seconds, records: seconds / bound)
         # The level bound counts the latency alone.  The crawler, pinned to one core, must

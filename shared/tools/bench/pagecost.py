@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from shared.crawling import BaseCrawler, Options
@@ -52,8 +53,7 @@ PARTS = {
 }
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(NamedTuple):
     """One fetched URL: what a stage hands to record_response."""
 
     url: str
