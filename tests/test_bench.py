@@ -44,7 +44,7 @@ from shared.tools.bench.compare import (
     format_table,
     output_dir,
 )
-from shared.tools.bench.figures import kib_per_fetch, memory_svg, race_svg
+from shared.tools.bench.figures import kib_per_fetch, latency_svg, memory_svg, race_svg
 from shared.tools.bench.load import load, site_paths
 from shared.tools.bench.measure import (
     ROOT,
@@ -414,6 +414,36 @@ def test_memory_and_race_pictures_have_a_bar_per_crawler_with_its_figure() -> No
         memory_svg({"S3": {"5000": {"skipped": "file-descriptor limit 1024"}}})
 
 
+def test_the_latency_picture_draws_each_crawl_against_the_level_bound() -> None:
+    elapsed = {"threaded": [1.2, 1.5, 1.1], "stage1_callbacks": [1.25, None, 1.2]}
+    elapsed["stage3_asyncio"] = [None, None, None]  # every run failed: no bar, not a 0
+    results: dict[str, Any] = {
+        name: {"elapsed_s": times, "crawl_cpu_s": [0.5, 0.6, 0.7]}
+        for name, times in elapsed.items()
+    }
+    del results["stage1_callbacks"]["crawl_cpu_s"]  # results from before the CPU was kept
+    doc = {
+        "machine": {"cpu": "CPU", "cores": 2},
+        "S2": {"levels": [1, 10, 89], "max_tasks": 10, "latency": 0.05, "level_bound_s": 0.6},
+    }
+    doc["S2"]["results"] = results
+    picture = ET.fromstring(latency_svg(doc, "results.json"))
+    # Medians of the runs that finished; threads first, then the stages in order.
+    assert bars_of(picture) == {"threaded": 1.2, "stage1_callbacks": 1.225}
+    texts = " ".join(t.text or "" for t in picture.iter(SVG + "text"))
+    assert "the level bound: 0.60 s" in texts and "level bound, 12 rounds of 50 ms" in texts
+    assert "BFS levels of 1, 10 and 89 pages, --max-tasks 10 at a time" in texts
+    assert "2.00x the bound; its own CPU 0.60 s" in texts
+    assert "2.04x the bound" in texts and "2.04x the bound;" not in texts
+    (line,) = [el for el in picture.iter(SVG + "line") if el.get("stroke-dasharray")]
+    assert line.get("x1") == line.get("x2")  # the bound: one dashed upright line
+    with pytest.raises(ValueError, match="no S2"):
+        latency_svg({"S3": {}})
+    doc["S2"]["results"] = {"stage3_asyncio": results["stage3_asyncio"]}
+    with pytest.raises(ValueError, match="no crawl of S2 finished"):
+        latency_svg(doc)
+
+
 def test_the_readmes_pictures_are_drawn_from_the_committed_results() -> None:
     """`nox -s compare -- --readme` was run since results.json last changed."""
     doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
@@ -423,6 +453,8 @@ def test_the_readmes_pictures_are_drawn_from_the_committed_results() -> None:
     assert bars_of(ET.fromstring(memory)) == kib
     race = (README_OUT / "race.svg").read_text(encoding="utf-8")
     assert race == race_svg(doc)
+    latency = (README_OUT / "latency.svg").read_text(encoding="utf-8")
+    assert latency == latency_svg(doc)
 
 
 def test_the_bench_page_shows_the_pictures_and_the_command_that_redraws_them() -> None:

@@ -401,6 +401,17 @@ def test_the_s2_cpu_figures_in_the_prose_are_the_tables() -> None:
     assert f"{work} against the {bound[1]} s the latency asks for" in page
 
 
+def test_the_latency_picture_s_prose_is_the_committed_s2() -> None:
+    s2 = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))["S2"]
+    ratio = {name: entry["median"] for name, entry in s2["results"].items()}
+    rounds = round(s2["level_bound_s"] / s2["latency"])
+    page = " ".join(read(BENCH).split())
+    assert f"{rounds} rounds of {s2['latency'] * 1000:g} ms, {s2['level_bound_s']:.2f} s" in page
+    stages = [f"{ratio[name]:.2f}x" for name in sorted(ratio) if name.startswith("stage")]
+    said = f"The threads take {ratio['threaded']:.2f}x of it, the stages {', '.join(stages[:2])}"
+    assert f"{said} and {stages[2]}." in page
+
+
 @pytest.mark.parametrize("page", [BENCH, RESULTS], ids=lambda page: page.name)
 def test_the_compare_table_holds_what_the_code_says_today(page: Path) -> None:
     """Time, rate, queue and memory are one run's; the rest is held to the code."""

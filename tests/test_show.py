@@ -752,25 +752,29 @@ def test_the_diff_page_fits_a_projector_and_lists_its_pairs(projector: Any, tmp_
     assert "Crawler.work" in projector.find_element("css selector", "#crawler-work th").text
 
 
-@pytest.mark.parametrize("picture", ["compare.svg", "memory.svg", "race.svg"])
+@pytest.mark.parametrize("picture", ["compare.svg", "memory.svg", "race.svg", "latency.svg"])
 def test_the_compare_pictures_fill_the_width_in_14_px_type(projector: Any, picture: str) -> None:
-    from shared.tools.bench.compare import README_OUT
+    from shared.tools.bench.compare import PICTURES, README_OUT
 
+    assert picture in PICTURES  # every picture the bench page shows is looked at here
     projector.get((README_OUT / picture).resolve().as_uri())
     shown: dict[str, Any] = projector.execute_script(
         """
         const svg = document.documentElement;
         const scale = svg.getScreenCTM().a;  // screen pixels per unit of the viewBox
-        const sizes = [...svg.querySelectorAll("text")]
-          .map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+        const texts = [...svg.querySelectorAll("text")];
+        const sizes = texts.map((t) => parseFloat(getComputedStyle(t).fontSize) * scale);
+        const right = svg.getBoundingClientRect().right;
         return {width: svg.getBoundingClientRect().width, screen: innerWidth,
                 viewBox: svg.getAttribute("viewBox"), smallest: Math.min(...sizes),
-                scroll: svg.scrollWidth || document.scrollingElement.scrollWidth};
+                cut: texts.filter((t) => t.getBoundingClientRect().right > right + 0.5)
+                  .map((t) => t.textContent)};
         """
     )
     assert shown["viewBox"] and shown["screen"] == browser.PROJECTOR[0]
     assert shown["width"] == shown["screen"], "the picture scales to the window's width"
     assert shown["smallest"] >= 14, shown
+    assert not shown["cut"], f"words run past the picture's right edge: {shown['cut']}"
 
 
 def test_the_task_tree_says_where_every_task_waits(driver: Any, tmp_path: Path) -> None:

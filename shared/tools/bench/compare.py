@@ -1,4 +1,4 @@
-"""Side by side: the three stages and the threaded baseline crawl one site; a table, three pictures.
+"""Side by side: the three stages and the threaded baseline crawl one site; a table, four pictures.
 
 ``python -m shared.tools.bench.compare [options]`` (``nox -s compare -- [options]``) serves one
 test site in a process of its own, crawls it with each crawler in turn, each in its own
@@ -7,11 +7,12 @@ the oracle's page set, its time and pages per second, the most URLs it had queue
 the most fetches it had in flight at once (from its timeline), what a fetch in flight
 costs it in memory (from the benchmark's results), its peak memory on this crawl (not on
 Windows, which has no fork() to measure it with: it says so and leaves it out) and the
-lines of code it took.  Then it draws three pictures (see svg.py and figures.py):
+lines of code it took.  Then it draws four pictures (see svg.py and figures.py):
 
 * compare.svg: each crawl's fetches over time, queued, connecting and reading;
 * memory.svg: memory per fetch in flight, from the benchmark's results file;
-* race.svg: the benchmark's race of 10,000 slow fetches at once, from the same file.
+* race.svg: the benchmark's race of 10,000 slow fetches at once, from the same file;
+* latency.svg: the benchmark's latency-bound crawl (S2) against its level bound.
 
 They go to out/, which git ignores, or to --out DIR.  ``--readme`` redraws the README's
 own, in shared/tools/bench/, from the committed results (shared/tools/bench/results.json; another
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.tools.bench.bench import COMMITTED_JSON
-from shared.tools.bench.figures import kib_per_fetch, memory_svg, race_svg, s3_sizes
+from shared.tools.bench.figures import kib_per_fetch, latency_svg, memory_svg, race_svg, s3_sizes
 from shared.tools.bench.measure import (
     CRAWLERS,
     ROOT,
@@ -56,7 +57,7 @@ DEFAULT_OUT = ROOT / "out"
 #: The README's pictures, redrawn only by --readme (or --out naming this folder).
 README_OUT = ROOT / "shared" / "tools" / "bench"
 #: The pictures' file names, in either folder.
-PICTURES = ("compare.svg", "memory.svg", "race.svg")
+PICTURES = ("compare.svg", "memory.svg", "race.svg", "latency.svg")
 DEFAULT_SVG = DEFAULT_OUT / PICTURES[0]
 
 
@@ -187,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--results",
         type=Path,
         metavar="PATH",
-        help="the benchmark's figures for memory.svg, race.svg and the KiB/fetch column "
+        help="the benchmark's figures for memory.svg, race.svg, latency.svg and KiB/fetch "
         "(shared/tools/bench/results.json, the committed ones)",
     )
     out.add_argument("--json", type=Path, help="also write the table's rows as JSON here")
@@ -267,7 +268,7 @@ def load_results(path: Path | None) -> tuple[dict[str, Any] | None, Path]:
     except (OSError, ValueError) as exc:
         if path is not None:
             raise SystemExit(f"--results {path}: {exc}") from exc
-        print(f"No benchmark results ({exc}): no memory.svg, race.svg nor KiB/fetch.")
+        print(f"No benchmark results ({exc}): no memory.svg, race.svg, latency.svg nor KiB/fetch.")
         return None, chosen
 
 
@@ -299,7 +300,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     results, results_path = load_results(args.results)
     if results is not None and not s3_sizes(results):
-        print(f"{shown(results_path)} has no S3 figures: no memory.svg, race.svg nor KiB/fetch.")
+        print(
+            f"{shown(results_path)} has no S3 figures: "
+            "no memory.svg, race.svg, latency.svg nor KiB/fetch."
+        )
         results = None
     kib = kib_per_fetch(results) if results else {}
     site_options = SiteOptions(
@@ -351,6 +355,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if results:
         drawn[PICTURES[1]] = memory_svg(results, shown(results_path))
         drawn[PICTURES[2]] = race_svg(results, shown(results_path))
+        if "S2" in results:
+            drawn[PICTURES[3]] = latency_svg(results, shown(results_path))
     out_dir.mkdir(parents=True, exist_ok=True)
     print()
     for name, text in drawn.items():

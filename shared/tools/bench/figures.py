@@ -1,14 +1,17 @@
-"""The benchmark's figures as pictures: memory per fetch in flight, and the race of slow fetches.
+"""The benchmark's figures as pictures: memory, the race of slow fetches, the latency-bound crawl.
 
-Both are drawn from a results file written by ``nox -s bench`` (the README's is
-shared/tools/bench/results.json), from its S3 scenario: thousands of fetches whose responses
-each take seconds (2 s in the full benchmark), all in flight at once.
+All are drawn from a results file written by ``nox -s bench`` (the README's is
+shared/tools/bench/results.json).  The first two come from its S3 scenario: thousands of
+fetches whose responses each take seconds (2 s in the full benchmark), all in flight at once.
 
 * :func:`memory_svg`: what one fetch in flight costs in memory, per crawler, at the
   first size measured (5,000 at once, the median of --runs runs, its range a whisker).
 * :func:`race_svg`: how long each crawler took to finish, at the largest size the
   machine allowed (10,000 at once), against the least possible: one response's delay
   plus the time the site takes to accept that many connections (its S0 rate).
+* :func:`latency_svg`: S2, a crawl of a site that answers every page after a latency,
+  against its level bound: each BFS level's rounds of --max-tasks fetches, one latency
+  a round, which no crawler can beat whatever its speed.
 
 They need no crawl: the same results file always gives the same pictures.
 """
@@ -151,18 +154,20 @@ def race_svg(doc: dict[str, Any], source: str = "shared/tools/bench/results.json
     # (its S0 rate with a new connection per request); the delay alone without S0 figures.
     accepts = doc.get("S0", {}).get("close", {}).get("median")
     floor = race_floor(delay, int(size), accepts) if accepts else delay
+    # The line's own label is short, to fit beside it; the caption says what makes the floor.
     floor_words = (
-        f"the floor, {floor:.1f} s: each response takes {delay:g} s, and the site accepts "
-        f"{accepts:,.0f} connections a second"
+        f"The dashed line, {floor:.1f} s, is the floor: each response takes {delay:g} s, and "
+        f"the site accepts {accepts:,.0f} new connections a second (S0), so no crawler can "
+        "finish sooner."
         if accepts
-        else f"no crawl can finish sooner: each response takes {delay:g} s"
+        else f"The dashed line is the floor: each response takes {delay:g} s."
     )
     fastest, slowest = min(bars, key=lambda b: b.value), max(bars, key=lambda b: b.value)
     caption = (
         f"Read: all wait on one site for the same {delay:g} s responses, so the differences "
         f"are the crawlers' own: {fastest.label} finished first, in {fastest.value:.1f} s, "
         f"{slowest.label} last, in {slowest.value:.1f} s ({slowest.value / fastest.value:.1f}x "
-        "as long)."
+        f"as long). {floor_words}"
     )
     return render_bars(
         bars,
@@ -171,5 +176,47 @@ def race_svg(doc: dict[str, Any], source: str = "shared/tools/bench/results.json
         axis="seconds from the crawl's start to its last response",
         caption=caption,
         source=source_words(doc, source),
-        reference=(floor, floor_words),
+        reference=(floor, f"the floor: {floor:.1f} s"),
     )
+
+
+def latency_svg(doc: dict[str, Any], source: str = "shared/tools/bench/results.json") -> str:
+    """The picture of S2: each crawler's time against the level bound, its own CPU noted."""
+    part = doc.get("S2")
+    if not part or "level_bound_s" not in part:
+        raise ValueError("the results have no S2 figures: nothing to draw")
+    results, bound = part["results"], float(part["level_bound_s"])
+    bars = []
+    for name in ordered(results):
+        entry = results[name]
+        times = [seconds for seconds in entry["elapsed_s"] if seconds is not None]  # None: failed
+        if not times:
+            continue
+        seconds = statistics.median(times)
+        note = f"{seconds / bound:.2f}x the bound"
+        cpu = [spent for spent in entry.get("crawl_cpu_s", []) if spent is not None]
+        if cpu:  # results from before the crawls' CPU was kept have none
+            note += f"; its own CPU {statistics.median(cpu):.2f} s"
+        bars.append(bar_for(name, seconds, f"{seconds:.2f} s", note, min(times), max(times)))
+    if not bars:
+        raise ValueError("no crawl of S2 finished: nothing to draw")
+    latency, levels = float(part["latency"]), part["levels"]
+    tasks, runs = int(part["max_tasks"]), len(next(iter(results.values()))["elapsed_s"])
+    rounds = round(bound / latency)
+    *first, last = [f"{n:,}" for n in levels]
+    subtitle = (
+        f"BFS levels of {', '.join(first)} and {last} pages, --max-tasks {tasks} at a time: "
+        f"{rounds} rounds; "
+        + ("one run" if runs == 1 else f"median of {runs} runs, whisker min-max")
+    )
+    words = {
+        "title": f"A crawl bound by latency: {sum(levels):,} pages, {latency * 1000:g} ms each",
+        "subtitle": subtitle,
+        "axis": "seconds the crawl took, by its own clock (no interpreter start-up)",
+        "caption": f"Read: the dashed line is the level bound, {rounds} rounds of "
+        f"{latency * 1000:g} ms: it counts the latency and nothing else. What each crawler took "
+        "beyond it is connecting, the site's own work and its own CPU, most of all at each "
+        "level's end, where a whole round must be parsed before the next level can begin.",
+        "source": source_words(doc, source),
+    }
+    return render_bars(bars, reference=(bound, f"the level bound: {bound:.2f} s"), **words)
