@@ -173,6 +173,11 @@ class ResponseParser:
         "_too_large",
     )
 
+    # Set when the head has arrived (_read_head, _start_body), not before: a parser waits in
+    # every fetch in flight, most of them for their first byte, and empty ones cost memory.
+    _headers: dict[str, str]
+    _body: bytearray  # grows in place: no O(n^2) re-joining of pieces
+
     def __init__(self, max_body: int = MAX_BODY) -> None:
         """Make a parser that gives up on bodies longer than ``max_body`` bytes."""
         self._max_body = max_body
@@ -180,8 +185,6 @@ class ResponseParser:
         self._searched = 0  # bytes of the buffer already searched for the end of the head
         self._state = "head"
         self._status = 0
-        self._headers: dict[str, str] = {}
-        self._body = bytearray()  # grows in place: no O(n^2) re-joining of pieces
         self._remaining = 0  # bytes left of the Content-Length body or of the current chunk
         self._too_large = False
 
@@ -202,6 +205,14 @@ class ResponseParser:
         if self.done:
             self._buffer.clear()  # anything after the response is of no use to us
         return self.done
+
+    def receive(self, chunk: bytes) -> bool:
+        """Take what one recv() returned; return True once the response is complete.
+
+        Bytes are fed; an empty chunk is how recv() says the peer closed: the end of a
+        body without a length, or a response cut short (WireError, as feed_eof says).
+        """
+        return self.feed(chunk) if chunk else self.feed_eof()
 
     def feed_eof(self) -> bool:
         """Tell the parser the peer closed the connection; return True if complete.
@@ -265,7 +276,7 @@ class ResponseParser:
 
     def _start_body(self) -> None:
         """Choose how the body is framed (RFC 9112, section 6.3) from status and headers."""
-        headers = self._headers
+        headers, self._body = self._headers, bytearray()
         if self._status < 200:
             self._state = "head"  # an interim response, such as 100 Continue: the real one follows
         elif self._status in (204, 304):

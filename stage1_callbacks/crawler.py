@@ -141,7 +141,7 @@ class Fetcher:
             while True:
                 chunk = self.sock.recv(CHUNK)
                 # An empty chunk means the peer closed: the end of the body, or a cut-off one.
-                complete = self.parser.feed(chunk) if chunk else self.parser.feed_eof()
+                complete = self.parser.receive(chunk)
                 # One recv() and back to the loop, even if more is waiting: fairness.  A server
                 # that sends faster than we parse must not keep the loop from its timers (our
                 # --timeout) and the other fetches.  Only bytes a TLS socket holds decrypted,

@@ -122,11 +122,10 @@ class Crawler(BaseCrawler):
                     self.handshake_done(url, sock)
                 yield from sock_sendall(sock, request_bytes(url))  # suspends: while sending
                 parser = ResponseParser()
-                complete = False
-                while not complete:
+                while not parser.done:
                     chunk = yield from sock_recv(sock, 64 * 1024)  # suspends: until readable
                     # An empty chunk means the peer closed: the end of the body, or a cut-off one.
-                    complete = parser.feed(chunk) if chunk else parser.feed_eof()
+                    parser.receive(chunk)
                 return parser.response()
 
 

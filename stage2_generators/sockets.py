@@ -69,8 +69,11 @@ def sock_connect(sock: socket.socket, address: tuple[str, int]) -> Coroutine[Non
 def sock_sendall(sock: socket.socket, data: bytes) -> Coroutine[None]:
     """Send all of `data`, waiting whenever the send buffer is full; OSError on failure."""
     remaining = memoryview(data)  # slicing a memoryview does not copy the bytes
-    # CPython tries send() at once and waits only if it would block; we always wait first,
-    # which costs one trip through the loop and keeps the code short.
+    # Send at once, and wait only while the send buffer is full, as CPython and stage 1 do: a
+    # request fits a new connection's buffer, so most fetches go from connect to recv without a
+    # trip through the loop, and keep no Future or callback waiting to send.
+    with contextlib.suppress(*WOULD_BLOCK):
+        remaining = remaining[sock.send(remaining) :]
     while remaining:
         # suspends: waits for room in the send buffer. send() may take only part of `remaining`.
         sent = yield from _when_ready(sock, True, partial(sock.send, remaining))

@@ -105,10 +105,9 @@ class AsyncCrawler(Crawler):
                     self.handshake_done(url, sock)
                 await wait(sock_sendall(sock, request_bytes(url)))  # suspends: while sending
                 parser = ResponseParser()
-                complete = False
-                while not complete:
+                while not parser.done:
                     chunk = await wait(sock_recv(sock, 64 * 1024))  # suspends: until readable
-                    complete = parser.feed(chunk) if chunk else parser.feed_eof()
+                    parser.receive(chunk)
                 return parser.response()
 
 

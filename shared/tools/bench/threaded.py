@@ -167,7 +167,7 @@ class Crawler(BaseCrawler):
                 while True:
                     conn.settimeout(remaining(deadline))
                     chunk = conn.recv(CHUNK)  # blocks: until bytes arrive or the peer closes
-                    if parser.feed(chunk) if chunk else parser.feed_eof():
+                    if parser.receive(chunk):  # an empty chunk: the peer closed
                         return parser.response()
 
     def stop(self) -> CrawlResult:
