@@ -196,7 +196,7 @@ def latency_svg(doc: dict[str, Any], source: str = "shared/tools/bench/results.j
         note = f"{seconds / bound:.2f}x the bound"
         cpu = [spent for spent in entry.get("crawl_cpu_s", []) if spent is not None]
         if cpu:  # results from before the crawls' CPU was kept have none
-            note += f"; its own CPU {statistics.median(cpu):.2f} s"
+            note += f"; CPU {statistics.median(cpu):.2f} s"
         bars.append(bar_for(name, seconds, f"{seconds:.2f} s", note, min(times), max(times)))
     if not bars:
         raise ValueError("no crawl of S2 finished: nothing to draw")
