@@ -276,7 +276,8 @@ class ResponseParser:
 
     def _start_body(self) -> None:
         """Choose how the body is framed (RFC 9112, section 6.3) from status and headers."""
-        headers, self._body = self._headers, bytearray()
+        self._body = bytearray()  # made here, not in __init__: see the class's annotations
+        headers = self._headers
         if self._status < 200:
             self._state = "head"  # an interim response, such as 100 Continue: the real one follows
         elif self._status in (204, 304):
