@@ -11,7 +11,7 @@
   is the same in either language; the command it suggests for pytest's own report is the
   same check, on the same folder (`--in DIR`) and task.
 - `lab apply` names the Chinese guide, and the lab commands' own errors (a lab applied
-  already, a guide's diff that no longer matches the code) are said in Chinese too; an
+  already, a guide's hunk that no longer fits the code) are said in Chinese too; an
   unknown --lang is an error, exit status 2.
 """
 
@@ -27,7 +27,6 @@ from pathlib import Path
 import pytest
 
 from shared.tools.exercises import catalog, messages, workspace
-from shared.tools.exercises import lab as lab_tool
 from shared.tools.exercises.cli import main
 from shared.tools.exercises.messages import KEPT, SENTENCES, again, say
 from shared.tools.language import CLOSING, LANGUAGES, display_width, pad, wrap_columns
@@ -333,15 +332,15 @@ def test_lab_apply_in_chinese_names_the_chinese_guide(tmp_path: Path) -> None:
 
     crawler = tmp_path / "stage2_generators" / "crawler.py"
     original = crawler.read_bytes()
-    crawler.write_bytes(b"\n\n" + original)  # the guide's lines moved down by two
-    moved = lab("apply", "1")
-    assert moved.returncode == 2
-    (hunk,) = lab_tool.parse_diff(lab_tool.find_lab("1").diff or "")["stage2_generators/crawler.py"]
-    assert moved.stderr == (  # where the lines to change are now: two lines further down
-        f"stage2_generators/crawler.py：实验指南中第 {hunk.start} 行的 hunk 与代码不符；"
-        f"这些行现在在 [{hunk.start + 2}]：请更新实验指南\n"
+    rewritten = original.replace(b"self.q.task_done()", b"self.q.task_done()  # rewritten")
+    crawler.write_bytes(rewritten)  # the code the guide's hunk removes is not there any more
+    refused = lab("apply", "1")
+    assert refused.returncode == 2
+    assert refused.stderr == (  # which function to look at, in Chinese
+        "stage2_generators/crawler.py：实验指南中 Crawler.work 的 hunk 在代码中找不到相符之处："
+        "请更新实验指南\n"
     )
-    assert crawler.read_bytes() == b"\n\n" + original, "nothing was changed"
+    assert crawler.read_bytes() == rewritten, "nothing was changed"
     crawler.write_bytes(original)
     for package in PACKAGES:  # the copy is back as it was
         for path in (ROOT / package).rglob("*.py"):
@@ -375,7 +374,7 @@ def test_what_stops_a_student_s_verb_is_said_in_chinese_too(
 def test_every_sentence_a_result_or_an_error_keeps_in_english_is_said_again() -> None:
     """`again` finds each kept sentence's own template: none is mistaken for another."""
     kept = [key for key in SENTENCES["en"] if key.startswith(KEPT)]
-    assert "error.lab-applied" in kept and "error.hunk-moved" in kept
+    assert "error.lab-applied" in kept and "error.hunk-nowhere" in kept
     for key in kept:
         fields = {name: f"<{name}>" for name in re.findall(r"\{(\w+)\}", SENTENCES["en"][key])}
         english = say("en", key, **fields)

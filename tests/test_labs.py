@@ -1,23 +1,26 @@
 """The "break it on purpose" labs (shared/tools/exercises/labs/) predict the truth.
 
-Each lab guide prints a change as a diff with its line numbers, the commands to run and
-the symptom to expect.  These tests make the same change, never to the repository's
-files, with the command a student types: `python -m shared.tools.exercises lab apply
-NAME` (what `nox -s exercise -- lab apply NAME` runs), in a copy of the code in a
-temporary folder.  It applies the guide's diff strictly (its line numbers must be
-right), and the guide's own commands run there as processes, against a test site served
+Each lab guide prints a change as a diff, the commands to run and the symptom to expect.
+The diff carries no line numbers: each hunk's header names the function it changes
+(``@@ Crawler.work @@``) and the hunk is found by its own code, which must stand at
+exactly one place.  These tests make the same change, never to the repository's files,
+with the command a student types: `python -m shared.tools.exercises lab apply NAME`
+(what `nox -s exercise -- lab apply NAME` runs), in a copy of the code in a temporary
+folder, and the guide's own commands run there as processes, against a test site served
 here so that the server's side can be watched too.  The labs that break nothing in the
 repository are scripts, which the same command saves; their tests run the guide's
 script and, where the guide shows the output, compare it line for line.  Each lab is
 then driven once more in-process where that is the surer way to hold it still.
 
-When a stage changes and a guide's line numbers no longer match, the guide's test fails
-and says where the lines went: update the guide.
+A stage may gain or lose lines anywhere (a test shifts every stage module down by one
+line and applies every lab again); only when the code a hunk changes is itself rewritten
+does the guide's test fail, naming the function: update the guide.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import gc
 import itertools
@@ -45,12 +48,16 @@ from shared.testsite import Site, add_site_arguments, serve, site_from_arguments
 from shared.tools.exercises.lab import (
     DiffMismatch,
     Hunk,
+    LabError,
     apply_hunks,
     blocks,
     find_lab,
+    locate,
     parse_diff,
     section,
 )
+from shared.tools.exercises.lab import apply as apply_lab
+from shared.tools.exercises.lab import undo as undo_lab
 from shared.trace import coroutine_chain
 from stage2_generators.crawler import Crawler as Stage2Crawler
 from stage2_generators.futures import Future
@@ -99,6 +106,7 @@ def commands(text: str) -> list[list[str]]:
 # --- making a lab's change in a copy of the code -----------------------------------------
 
 PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
+STAGES = PACKAGES[1:]
 
 
 def lab_tool(code: Path, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -304,69 +312,163 @@ def test_there_are_the_labs_the_index_lists() -> None:
     assert "<details>" not in index and "In short" not in index, "no answer in the index"
 
 
-@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
-def test_every_guide_has_the_six_parts_in_order(path: Path) -> None:
-    text = path.read_text("utf-8")
+def guide_falls_behind(path: Path, code: Path = ROOT) -> list[str]:
+    """What one guide lacks: its six parts in order, its answer in the teachers' folder,
+    the lab commands for its change, and a diff whose every hunk fits the code in ``code``
+    (the repository, or a copy of it)."""
+    text, number, wrong = path.read_text("utf-8"), path.stem[:2], []
     places = [text.find(heading + "\n") for heading in PARTS]
-    assert -1 not in places, [h for h, at in zip(PARTS, places, strict=True) if at == -1]
-    assert places == sorted(places)
+    if -1 in places or places != sorted(places):
+        wrong.append(f"the parts {PARTS} are not all there, in order")
     # A fold hides nothing in a terminal: the answer is not in the guide at all.
-    assert "## What you see" not in text and "## Why" not in text and "<details>" not in text
-    assert "../teachers/labs.md" in section(text, "## Afterwards")
-    assert commands(text)
-
-
-@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
-def test_every_lab_has_its_answer_in_the_teachers_folder(path: Path) -> None:
-    text = answer(path.name)
-    places = [text.find(part) for part in ANSWER_PARTS]
-    assert -1 not in places and places == sorted(places), places
-    short = text[places[0] : places[1]].removeprefix(ANSWER_PARTS[0])
-    assert len(short.split()) >= 20, "the short answer says what happens, in a few sentences"
-
-
-@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
-def test_every_guide_names_the_lab_commands_for_its_change(path: Path) -> None:
-    text = path.read_text("utf-8")
-    number = path.stem[:2]
-    assert f"`nox -s exercise -- lab apply {number}`" in section(text, "## Break it")
+    if "## What you see" in text or "## Why" in text or "<details>" in text:
+        wrong.append("the answer is in the guide")
+    if -1 not in places and "../teachers/labs.md" not in section(text, "## Afterwards"):
+        wrong.append("Afterwards does not link ../teachers/labs.md")
+    if -1 not in places and not commands(text):
+        wrong.append("the Run section has no $PY command")
+    told = answer(path.name)
+    at = [told.find(part) for part in ANSWER_PARTS]
+    if -1 in at or at != sorted(at):
+        wrong.append(f"its answer in labs.md lacks {ANSWER_PARTS}, in order")
+    elif len(told[at[0] : at[1]].removeprefix(ANSWER_PARTS[0]).split()) < 20:
+        wrong.append("the short answer does not say what happens, in a few sentences")
+    if -1 in places:
+        return wrong
+    if f"`nox -s exercise -- lab apply {number}`" not in section(text, "## Break it"):
+        wrong.append(f"Break it does not name `nox -s exercise -- lab apply {number}`")
     undo = section(text, "## Undo")
-    assert f"nox -s exercise -- lab undo {number}" in blocks(undo, "sh")[0]
-    assert "git status" in undo
-    changed = sorted({file for diff in blocks(text, "diff") for file in parse_diff(diff)})
+    if f"nox -s exercise -- lab undo {number}" not in blocks(undo, "sh")[0]:
+        wrong.append(f"Undo does not run `nox -s exercise -- lab undo {number}`")
+    if "git status" not in undo:
+        wrong.append("Undo does not check `git status`")
+    diffs = blocks(text, "diff")
+    changed = sorted({file for diff in diffs for file in parse_diff(diff)})
     if changed:  # by hand, a lab that edits the repository checks those files out again
         checkout = re.search(r"`git checkout ([^`]+)`", undo)
-        assert checkout and sorted(checkout[1].split()) == changed
+        if not (checkout and sorted(checkout[1].split()) == changed):
+            wrong.append(f"Undo does not say `git checkout {' '.join(changed)}`")
     else:  # a lab that runs a script of its own runs it as a module of the repository
         saved = re.search(r"Save this script as\s+`(out/labs/\w+\.py)`", text)
-        assert saved, "a lab with no diff says where to save its script"
-        module = saved[1].removesuffix(".py").replace("/", ".")
-        assert any(command[:2] == ["-m", module] for command in commands(text))
+        module = saved[1].removesuffix(".py").replace("/", ".") if saved else None
+        if not module or not any(command[:2] == ["-m", module] for command in commands(text)):
+            wrong.append("a lab with no diff says where to save its script and runs it")
+    for diff in diffs:  # every hunk fits the code, inside the function its header names
+        for file, hunks in parse_diff(diff).items():
+            wrong += [f"{file}: {fault}" for fault in hunk_faults(code / file, hunks)]
+    return wrong
 
 
-@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
-def test_lab_apply_then_undo_leaves_every_file_as_it_was(path: Path, tmp_path: Path) -> None:
-    """Through the command: apply changes what the guide says, a second apply is refused,
-    undo puts back every byte, and a second undo is refused."""
+def hunk_faults(source: Path, hunks: list[Hunk]) -> list[str]:
+    """What is wrong with a file's hunks: one that fits nowhere or in several places, or one
+    whose header does not name the function (or ``imports``) that holds it."""
+    lines = source.read_text("utf-8").splitlines()
+    tree = ast.parse("\n".join(lines))
+    defined = {
+        name: node
+        for name, node in qualified_names(tree.body)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    }
+    faults = []
+    for hunk in hunks:
+        try:
+            at = locate(source.name, lines, hunk) + 1  # ast counts lines from 1
+        except DiffMismatch as mismatch:
+            faults.append(str(mismatch))
+            continue
+        # The lines it changes, with the kept line just before them (where an addition goes).
+        kept = common_start(hunk.old, hunk.new)
+        tail = common_start(hunk.old[kept:][::-1], hunk.new[kept:][::-1])
+        first = at + kept - 1
+        last = max(first, at + len(hunk.old) - tail - 1)
+        if hunk.where == "imports":
+            body = [
+                n for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom | ast.Expr)
+            ]
+            if last >= body[0].lineno:
+                faults.append(f"@@ imports @@ changes code past the imports, at {body[0].lineno}")
+        elif hunk.where not in defined:
+            faults.append(f"@@ {hunk.where} @@ names no function of {source.name}")
+        elif (
+            not defined[hunk.where].lineno <= first <= last <= (defined[hunk.where].end_lineno or 0)
+        ):
+            faults.append(f"@@ {hunk.where} @@ changes code outside {hunk.where}")
+    return faults
+
+
+def common_start(one: list[str], other: list[str]) -> int:
+    """How many lines two lists of lines begin with in common."""
+    pairs = zip(one, other, strict=False)
+    return len(list(itertools.takewhile(lambda pair: pair[0] == pair[1], pairs)))
+
+
+def qualified_names(body: list[ast.stmt], prefix: str = "") -> Iterator[tuple[str, ast.stmt]]:
+    """Every class and function of a module, by its dotted name: Crawler.work."""
+    for node in body:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            yield prefix + node.name, node
+            yield from qualified_names(node.body, f"{prefix}{node.name}.")
+
+
+def test_every_guide_has_its_parts_its_answer_its_commands_and_a_diff_that_fits() -> None:
+    assert len(guides()) >= 9
+    behind = {path.stem: wrong for path in guides() if (wrong := guide_falls_behind(path))}
+    assert not behind, f"guides that fall behind: {behind}"
+
+
+def test_the_guide_check_sees_each_kind_of_fault(tmp_path: Path) -> None:
+    """Each fault guide_falls_behind looks for, made in a copy of a guide, is named."""
+    path = LABS / "01-forget-task-done.md"
+    text = path.read_text("utf-8")
+    faults = {
+        "the parts": text.replace("## Predict\n", "## Guess\n"),
+        "the answer is in the guide": text + "\n<details>\n",
+        "Break it does not name": text.replace("lab apply 01`", "lab apply 1`"),
+        "Undo does not say `git checkout": text.replace(
+            "`git checkout stage2", "`git checkout stage1"
+        ),
+        "matches no place": text.replace(
+            "-                self.q.task_done()", "-                self.q.task_done( )"
+        ),
+        "names no function": text.replace("@@ Crawler.work @@", "@@ Crawler.wrok @@"),
+        "outside Crawler.fetch": text.replace("@@ Crawler.work @@", "@@ Crawler.fetch @@"),
+    }
+    copy = tmp_path / path.name  # the same name: its answer is still found by its title
+    copy.write_text(text, "utf-8")
+    assert guide_falls_behind(copy) == []
+    for fault, broken in faults.items():
+        assert broken != text, fault
+        copy.write_text(broken, "utf-8")
+        wrong = guide_falls_behind(copy)
+        assert any(fault in line for line in wrong), (fault, wrong)
+
+
+def test_lab_apply_then_undo_leaves_every_file_as_it_was(tmp_path: Path) -> None:
+    """Every lab: apply changes what the guide says, a second apply is refused, undo puts
+    back every byte, and a second undo is refused (the command line's own round trip is
+    tests/test_exercise_language.py's, and every lab test below applies through it)."""
     code = copy_of_the_code(tmp_path)
-    lab = find_lab(path.stem[:2])
-    before = {file: (code / file).read_bytes() for file in lab.files() if (code / file).exists()}
-    applied = lab_tool(code, "apply", path.stem[:2])
-    assert applied.returncode == 0, applied.stderr
-    for file in lab.files():
-        assert (code / file).read_bytes() != before.get(file), file
-        assert file in applied.stdout
-    if lab.diff is not None:  # a script is just written again; a diff cannot apply twice
-        again = lab_tool(code, "apply", path.stem)
-        assert again.returncode == 2 and "is applied already" in again.stderr
-    undone = lab_tool(code, "undo", path.stem)
-    assert undone.returncode == 0, undone.stderr
-    assert {file: (code / file).read_bytes() for file in lab.files() if (code / file).exists()} == (
-        before
-    )
-    if lab.diff is not None:
-        again = lab_tool(code, "undo", path.stem)
-        assert again.returncode == 2 and "is not applied" in again.stderr
+    behind = {}
+    for path in guides():
+        lab = find_lab(path.stem[:2])
+        before = {f: (code / f).read_bytes() for f in lab.files() if (code / f).exists()}
+        wrong = []
+        if apply_lab(lab, code) != lab.files():
+            wrong.append("apply names other files")
+        wrong += [f"{f} unchanged" for f in lab.files() if (code / f).read_bytes() == before.get(f)]
+        if lab.diff is not None:  # a script is just written again; a diff cannot apply twice
+            with pytest.raises(LabError, match="is applied already"):
+                apply_lab(lab, code)
+        undo_lab(lab, code)
+        after = {f: (code / f).read_bytes() for f in lab.files() if (code / f).exists()}
+        if after != before:
+            wrong.append("undo left a file changed")
+        if lab.diff is not None:
+            with pytest.raises(LabError, match="is not applied"):
+                undo_lab(lab, code)
+        if wrong:
+            behind[path.stem] = wrong
+    assert not behind, f"labs whose apply or undo falls behind: {behind}"
 
 
 def test_lab_undo_keeps_windows_line_ends(tmp_path: Path) -> None:
@@ -391,36 +493,51 @@ def test_lab_names_an_unknown_lab_and_lists_the_labs(tmp_path: Path) -> None:
     assert [line.split()[0] for line in listed.stdout.splitlines()] == [g.stem for g in guides()]
 
 
-@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
-def test_every_diff_applies_to_the_code_at_the_lines_it_names(path: Path, tmp_path: Path) -> None:
-    for number, diff in enumerate(blocks(path.read_text("utf-8"), "diff")):
-        copy = broken_copy(diff, tmp_path / str(number))
-        for file in parse_diff(diff):
-            assert (copy / file).read_text("utf-8") != (ROOT / file).read_text("utf-8")
-
-
-@pytest.mark.parametrize("path", guides(), ids=lambda path: path.stem)
-def test_the_line_numbers_in_the_words_are_the_diffs(path: Path) -> None:
-    """ "Delete lines 70 and 71": each line the prose names lies in one of the diff's hunks."""
-    text = path.read_text("utf-8")
-    hunks = [h for diff in blocks(text, "diff") for hs in parse_diff(diff).values() for h in hs]
-    prose = re.sub(r"^```.*?^```", "", section(text, "## Break it"), flags=re.S | re.M)
-    pairs = re.findall(r"\blines? (\d+)(?: and (\d+))?", prose)  # "line 87", "lines 70 and 71"
-    named = [int(number) for pair in pairs for number in pair if number]
-    assert bool(named) == bool(hunks), "a lab that changes code says which lines"
-    for number in named:
-        assert any(h.start <= number < h.start + len(h.old) for h in hunks), number
-
-
-def test_a_diff_at_the_wrong_line_is_refused() -> None:
-    """Strict on purpose: a guide whose line numbers drifted must fail, not half-apply."""
+def test_a_hunk_that_fits_nowhere_or_in_two_places_is_refused() -> None:
+    """Found by its code, never by a guess: a hunk whose code was rewritten, or that could
+    go in two places, is refused by name, and the file is left for the guide to follow."""
     diff = blocks(guide("02-forget-yield-from.md"), "diff")[0]
-    path, hunks = next(iter(parse_diff(diff).items()))
+    ((path, hunks),) = parse_diff(diff).items()
     text = (ROOT / path).read_text("utf-8")
-    assert "sock_connect(plain, sockaddr)" in apply_hunks(path, text, hunks)
-    moved = [Hunk(hunk.start + 1, hunk.old, hunk.new) for hunk in hunks]
-    with pytest.raises(DiffMismatch, match=f"now at \\[{hunks[0].start}\\]"):
-        apply_hunks(path, text, moved)
+    assert "            sock_connect(plain, sockaddr)  # suspends" in apply_hunks(path, text, hunks)
+    rewritten = text.replace(
+        "yield from sock_connect(plain, sockaddr)", "yield from sock_connect(plain, addr)"
+    )
+    with pytest.raises(DiffMismatch, match=r"hunk in Crawler\.request matches no place"):
+        apply_hunks(path, rewritten, hunks)
+    twice = text + "\n".join(hunks[0].old) + "\n"
+    with pytest.raises(DiffMismatch, match=r"hunk in Crawler\.request matches 2 places"):
+        apply_hunks(path, twice, hunks)
+    with pytest.raises(DiffMismatch, match=r"@@ x @@: a hunk starts and ends with a line it keeps"):
+        parse_diff("+++ b/x.py\n@@ x @@\n-a\n+b\n c\n")
+
+
+SHIFT = "# one line more, at the top of every stage module\n"
+
+
+def test_a_stage_shifted_one_line_down_leaves_no_guide_to_fix(tmp_path: Path) -> None:
+    """Every stage module one line longer at its top, in a copy: every guide still passes its
+    checks against the copy, and every lab's apply makes the same change there, undone to
+    the byte.  (The guides are the pages that point into the code's lines; the tracebacks
+    the show page samples are printed by a command, and tests/test_readme.py compares them.)"""
+    code = copy_of_the_code(tmp_path)
+    modules = [path for package in STAGES for path in (code / package).rglob("*.py")]
+    assert len(modules) >= 15
+    for module in modules:
+        module.write_text(SHIFT + module.read_text("utf-8"), "utf-8")
+    behind = {path.stem: wrong for path in guides() if (wrong := guide_falls_behind(path, code))}
+    assert not behind, f"guides that fall behind the shifted code: {behind}"
+    for path in guides():
+        lab = find_lab(path.stem[:2])
+        if lab.diff is None:
+            continue
+        before = {file: (code / file).read_text("utf-8") for file in lab.files()}
+        apply_lab(lab, code)
+        for file, hunks in parse_diff(lab.diff).items():
+            unshifted = apply_hunks(file, (ROOT / file).read_text("utf-8"), hunks)
+            assert (code / file).read_text("utf-8") == SHIFT + unshifted, (path.stem, file)
+        undo_lab(lab, code)
+        assert {file: (code / file).read_text("utf-8") for file in lab.files()} == before
 
 
 # --- lab 1: forget task_done() ------------------------------------------------------------
@@ -490,10 +607,12 @@ def test_lab2_without_yield_from_no_connection_is_ever_made(tmp_path: Path) -> N
     records = run.records()
     assert records.keys() == {base_url, base_url + "robots.txt"}
     assert all((r["status"], r["tries"]) == (None, 4) for r in records.values())
-    # The guide's question names the other `yield from` one could forget.
-    lines = (ROOT / "stage2_generators" / "crawler.py").read_text("utf-8").splitlines()
-    text = guide("02-forget-yield-from.md")
-    assert "line 126" in text and "yield from sock_recv(" in lines[126 - 1]
+    # The guide's question names the other `yield from` one could forget, in the same function.
+    other = "chunk = yield from sock_recv(sock, 64 * 1024)"
+    assert f"`{other}`" in " ".join(guide("02-forget-yield-from.md").split())
+    source = (ROOT / "stage2_generators" / "crawler.py").read_text("utf-8")
+    request = dict(qualified_names(ast.parse(source).body))["Crawler.request"]
+    assert other in (ast.get_source_segment(source, request) or "")
     if sys.platform == "linux":  # elsewhere the send may fail with another OSError
         assert {r["error"] for r in records.values()} == {"BrokenPipeError: [Errno 32] Broken pipe"}
         assert "robots.txt error: BrokenPipeError: [Errno 32] Broken pipe (4 tries)" in run.stdout

@@ -1,11 +1,16 @@
 """The labs' breakage, made and taken back by Python: `lab list`, `lab apply NAME`, `lab undo NAME`.
 
 A lab guide (shared/tools/exercises/labs/NN-name.md) breaks something in one of two ways,
-in its "Break it" section: a diff, with the file and line numbers of each change, or a
-script to save ("Save this script as `out/labs/NAME.py`").  `apply` makes that change
-and `undo` takes it back: the diff is applied strictly (each hunk must sit at the lines
-it names, or nothing changes) and undone by applying it backwards; the script is written
-and then deleted.  No bash, no git: the same command on Windows as anywhere else.
+in its "Break it" section: a diff, or a script to save ("Save this script as
+`out/labs/NAME.py`").  `apply` makes that change and `undo` takes it back; the script is
+written and then deleted.  No bash, no git: the same command on Windows as anywhere else.
+
+A guide's diff carries no line numbers: each hunk's header names the function it changes
+(``@@ Crawler.work @@``), and the hunk is found by its own text, the lines it keeps and the
+lines it removes, which must stand together at exactly one place in the file.  So a stage
+can gain or lose lines anywhere else and every guide still applies; a hunk whose code
+changed, or that could go in two places, is refused and nothing changes.  Undo applies the
+diff backwards: the kept and the added lines, found the same way.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ from shared.tools.exercises.catalog import ROOT
 from shared.tools.exercises.messages import say
 
 LABS = ROOT / "shared" / "tools" / "exercises" / "labs"
-HUNK = re.compile(r"^@@ -(\d+),(\d+) \+(\d+),(\d+) @@")
+#: A hunk's header: ``@@ Crawler.work @@``, the function (or ``imports``) it changes.
+HUNK = re.compile(r"^@@ (.*?) ?@@")
 
 
 class LabError(Exception):
@@ -32,16 +38,15 @@ class DiffMismatch(LabError):
 
 @dataclass
 class Hunk:
-    """One hunk of a unified diff: where its old text starts, the old and the new lines."""
+    """One hunk of a diff: where it is (its header's name), the old and the new lines."""
 
-    start: int  # the first old line, counted from 1, as the guide prints it
-    old: list[str]
-    new: list[str]
-    new_start: int = 0  # the first new line once applied (0: the same as start)
+    where: str  # what its header names: `Crawler.work`; for a reader, not for finding it
+    old: list[str]  # the lines kept and the lines removed, in order
+    new: list[str]  # the lines kept and the lines added, in order
 
     def backwards(self) -> Hunk:
-        """The hunk that undoes this one, once it has been applied: it starts where new does."""
-        return Hunk(self.new_start or self.start, self.new, self.old, self.start)
+        """The hunk that undoes this one, once it has been applied."""
+        return Hunk(self.where, self.new, self.old)
 
 
 def blocks(text: str, language: str) -> list[str]:
@@ -57,45 +62,66 @@ def section(text: str, heading: str) -> str:
 
 
 def parse_diff(diff: str) -> dict[str, list[Hunk]]:
-    """The hunks of a unified diff, per file (the path after ``+++ b/``)."""
+    """The hunks of a diff, per file (the path after ``+++ b/``).
+
+    A hunk runs from its ``@@ name @@`` header to the next header or file; each of its
+    lines is kept (`` ``), removed (``-``) or added (``+``); an empty line is a kept empty
+    line (an editor may have stripped its space).  It must start and end with a kept line:
+    those say where it goes.
+    """
     files: dict[str, list[Hunk]] = {}
     hunks: list[Hunk] = []
-    lines = diff.splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("+++ b/"):
-            hunks = files.setdefault(lines[i].removeprefix("+++ b/"), [])
-        elif match := HUNK.match(lines[i]):
-            old_count, new_count = int(match[2]), int(match[4])
-            old: list[str] = []
-            new: list[str] = []
-            while len(old) < old_count or len(new) < new_count:
-                i += 1
-                if i == len(lines):
-                    raise DiffMismatch(say("en", "error.hunk-short", hunk=match[0]))
-                tag, text = lines[i][:1], lines[i][1:]
-                if tag not in (" ", "-", "+"):
-                    raise DiffMismatch(say("en", "error.hunk-line", line=repr(lines[i])))
-                if tag in " -":
-                    old.append(text)
-                if tag in " +":
-                    new.append(text)
-            if (len(old), len(new)) != (old_count, new_count):
-                raise DiffMismatch(say("en", "error.hunk-counts", line=repr(lines[i])))
-            hunks.append(Hunk(int(match[1]), old, new, int(match[3])))
-        i += 1
+    tags: list[str] = []
+
+    def close() -> None:  # the hunk just read must be held at both ends by kept lines
+        if hunks and (not tags or tags[0] != " " or tags[-1] != " "):
+            raise DiffMismatch(say("en", "error.hunk-edges", hunk=f"@@ {hunks[-1].where} @@"))
+        tags.clear()
+
+    reading = False  # inside a hunk, its lines still coming
+    for line in diff.splitlines():
+        header = HUNK.match(line)
+        if header or line.startswith(("--- a/", "+++ b/")):
+            if reading:
+                close()
+            reading = header is not None
+            if header:
+                hunks.append(Hunk(header[1], [], []))
+            elif line.startswith("+++ b/"):
+                hunks = files.setdefault(line.removeprefix("+++ b/"), [])
+            continue
+        tag, text = (line[:1] or " "), line[1:]
+        if not reading or tag not in (" ", "-", "+"):
+            raise DiffMismatch(say("en", "error.hunk-line", line=repr(line)))
+        tags.append(tag)
+        if tag in " -":
+            hunks[-1].old.append(text)
+        if tag in " +":
+            hunks[-1].new.append(text)
+    if reading:
+        close()
     return files
 
 
+def locate(path: str, lines: list[str], hunk: Hunk) -> int:
+    """Where a hunk's old lines stand in a file's lines (counted from 0): the one place they
+    do, or DiffMismatch if there is none, or more than one."""
+    size = len(hunk.old)
+    places = [at for at in range(len(lines) - size + 1) if lines[at : at + size] == hunk.old]
+    if not places:
+        raise DiffMismatch(say("en", "error.hunk-nowhere", path=path, where=hunk.where))
+    if len(places) > 1:
+        raise DiffMismatch(
+            say("en", "error.hunk-many", path=path, where=hunk.where, count=len(places))
+        )
+    return places[0]
+
+
 def apply_hunks(path: str, text: str, hunks: list[Hunk]) -> str:
-    """Apply hunks to a file's text; DiffMismatch unless each sits at its stated line."""
+    """Apply hunks to a file's text, one after the other, each where its own lines are."""
     lines = text.splitlines()
-    for hunk in sorted(hunks, key=lambda h: h.start, reverse=True):  # later lines first
-        at = hunk.start - 1
-        if lines[at : at + len(hunk.old)] != hunk.old:
-            where = [n + 1 for n in range(len(lines)) if lines[n : n + len(hunk.old)] == hunk.old]
-            now = where or say("en", "error.no-line")
-            raise DiffMismatch(say("en", "error.hunk-moved", path=path, line=hunk.start, where=now))
+    for hunk in hunks:
+        at = locate(path, lines, hunk)
         lines[at : at + len(hunk.old)] = hunk.new
     return "\n".join(lines) + "\n"
 
@@ -183,12 +209,12 @@ def _patch(lab: Lab, root: Path, backwards: bool) -> list[str]:
         try:
             texts[path] = apply_hunks(path, text, wanted)
         except DiffMismatch as mismatch:
-            # Already in the state asked for?  Then say so, rather than that lines moved.
+            # Already in the state asked for?  Then say so, rather than that the code changed.
             other = hunks if backwards else [hunk.backwards() for hunk in hunks]
             try:
                 apply_hunks(path, text, other)
             except DiffMismatch:
-                # Neither way fits: say where the lines asked for went, not the others.
+                # Neither way fits: say which hunk fits nowhere (or in several places).
                 raise mismatch from None
             state = "error.lab-not-applied" if backwards else "error.lab-applied"
             raise LabError(say("en", state, name=lab.name, path=path)) from None

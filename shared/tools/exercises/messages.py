@@ -88,14 +88,15 @@ SENTENCES: dict[str, dict[str, str]] = {
         "error.no-lab": "no lab named {name}; the labs: {names}",
         "error.lab-applied": "lab {name} is applied already to {path}",
         "error.lab-not-applied": "lab {name} is not applied to {path}",
-        "error.hunk-moved": (
-            "{path}: the guide's hunk at line {line} does not match the code; "
-            "its lines are now at {where}: update the guide"
+        "error.hunk-nowhere": (
+            "{path}: the guide's hunk in {where} matches no place in the code: update the guide"
         ),
-        "error.no-line": "no line at all",
-        "error.hunk-short": "{hunk}: the hunk ends before its line counts",
+        "error.hunk-many": (
+            "{path}: the guide's hunk in {where} matches {count} places in the code: "
+            "give it more of the lines around the change"
+        ),
+        "error.hunk-edges": "{hunk}: a hunk starts and ends with a line it keeps, to say where",
         "error.hunk-line": "not a line of a hunk: {line}",
-        "error.hunk-counts": "{line}: the hunk's line counts are wrong",
         "error.no-break": "{guide}: its Break it section has neither a diff nor a script",
     },
     "zh-CN": {
@@ -154,13 +155,15 @@ SENTENCES: dict[str, dict[str, str]] = {
         "error.no-lab": "没有名为 {name} 的实验；现有的实验：{names}",
         "error.lab-applied": "实验 {name} 已经应用到 {path} 上了",
         "error.lab-not-applied": "实验 {name} 没有应用到 {path} 上",
-        "error.hunk-moved": (
-            "{path}：实验指南中第 {line} 行的 hunk 与代码不符；这些行现在在 {where}：请更新实验指南"
+        "error.hunk-nowhere": (
+            "{path}：实验指南中 {where} 的 hunk 在代码中找不到相符之处：请更新实验指南"
         ),
-        "error.no-line": "哪一行都没有",
-        "error.hunk-short": "{hunk}：hunk 在达到它的行数之前就结束了",
+        "error.hunk-many": (
+            "{path}：实验指南中 {where} 的 hunk 在代码中有 {count} 处相符："
+            "请让它多带几行改动前后的代码"
+        ),
+        "error.hunk-edges": "{hunk}：hunk 要以一行不变的代码开始和结束，由它们说明改在哪里",
         "error.hunk-line": "不是 hunk 中的一行：{line}",
-        "error.hunk-counts": "{line}：hunk 的行数不对",
         "error.no-break": "{guide}：它的 Break it 一节既没有 diff，也没有脚本",
     },
 }
