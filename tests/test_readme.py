@@ -729,29 +729,6 @@ def page_id(page: Path) -> str:
     return page.relative_to(ROOT).as_posix()
 
 
-@pytest.mark.parametrize("page", translated(), ids=page_id)
-def test_a_page_and_its_chinese_version_name_each_other_at_the_top(page: Path) -> None:
-    """A reader lands on either: the other language is one click away, in the first lines.
-    An exercise's instructions become a workspace's INSTRUCTIONS.md, where a link to the
-    page beside them would lead nowhere: there the Chinese page names the English one."""
-    ours, theirs = ("\n".join(read(p).splitlines()[:4]) for p in (page, english(page)))
-    if (page.parent / "exercise.toml").exists():
-        assert "`README.md`" in ours and "README.zh-CN.md" not in theirs, page_id(page)
-        return
-    assert f"]({english(page).name})" in ours, f"{page_id(page)}: link the English page first"
-    assert f"]({page.name})" in theirs, f"{page_id(english(page))}: link {page.name} first"
-
-
-@pytest.mark.parametrize("page", translated(), ids=page_id)
-def test_a_chinese_page_has_its_english_pages_code_blocks(page: Path) -> None:
-    ours, theirs = code_blocks(read(page)), code_blocks(read(english(page)))
-    differ = [(a, b) for a, b in zip(ours, theirs, strict=False) if a != b]
-    assert len(ours) == len(theirs) and not differ, (
-        f"{page_id(page)}: {len(ours)} blocks against {len(theirs)} in {english(page).name}; "
-        f"first that differs: {differ[:1]}"
-    )
-
-
 def english_headings_stamp(page: Path) -> str:
     """A short hash of an English page's headings, words and all: the Chinese page keeps the
     one it was translated from, so a heading reworded in English alone is seen."""
@@ -759,80 +736,138 @@ def english_headings_stamp(page: Path) -> str:
     return hashlib.sha256("\n".join(found).encode()).hexdigest()[:12]
 
 
-@pytest.mark.parametrize("page", translated(), ids=page_id)
-def test_a_chinese_page_translates_the_english_headings_of_today(page: Path) -> None:
+def falls_behind(page: Path) -> list[str]:
+    """How a Chinese page falls behind its English page, one sentence per way (none: it
+    keeps up).  The two name each other at the top; the Chinese keeps the English code
+    blocks, headings (level and code, and the stamp of the English words it translates),
+    commands and code references, and links, to the Chinese version of a page where there
+    is one."""
+    ours_text, theirs_text, theirs = read(page), read(english(page)), english(page).name
+    wrong = []
+    # A reader lands on either: the other language is one click away, in the first lines.
+    # An exercise's instructions become a workspace's INSTRUCTIONS.md, where a link to the
+    # page beside them would lead nowhere: there the Chinese page names the English one.
+    ours_top, theirs_top = ("\n".join(text.splitlines()[:4]) for text in (ours_text, theirs_text))
+    if (page.parent / "exercise.toml").exists():
+        if "`README.md`" not in ours_top or "README.zh-CN.md" in theirs_top:
+            wrong.append("top: the Chinese instructions name `README.md`, not a link")
+    else:
+        if f"]({theirs})" not in ours_top:
+            wrong.append(f"top: link {theirs} in the first lines")
+        if f"]({page.name})" not in theirs_top:
+            wrong.append(f"top: {theirs} does not link {page.name} in its first lines")
+    ours, others = code_blocks(ours_text), code_blocks(theirs_text)
+    if ours != others:
+        differ = [(a, b) for a, b in zip(ours, others, strict=False) if a != b]
+        wrong.append(f"blocks: {len(ours)} against {len(others)}; first that differs: {differ[:1]}")
     stamp = english_headings_stamp(english(page))
-    kept = re.findall(r"<!-- English headings: (\w+) -->", read(page))
-    assert kept == [stamp], (
-        f"{page_id(english(page))} has other headings than {page_id(page)} translates: "
-        f"bring the translation up to date, then end it with <!-- English headings: {stamp} -->"
-    )
-
-
-@pytest.mark.parametrize("page", translated(), ids=page_id)
-def test_a_chinese_page_has_its_english_pages_headings_in_order(page: Path) -> None:
-    ours, theirs = headings(read(page)), headings(read(english(page)))
-    assert ours == theirs, f"{page_id(page)}: headings (level, code) {ours} against {theirs}"
-
-
-@pytest.mark.parametrize("page", translated(), ids=page_id)
-def test_a_chinese_page_names_the_same_commands_and_code(page: Path) -> None:
-    ours, theirs = commands(read(page)), commands(read(english(page)))
-    assert ours == theirs, f"{page_id(page)}: only here {ours - theirs}; only there {theirs - ours}"
-
-
-@pytest.mark.parametrize("page", translated(), ids=page_id)
-def test_a_chinese_page_links_where_its_english_page_does(page: Path) -> None:
-    ours, theirs = link_targets(page), link_targets(english(page))
-    assert ours == theirs, f"{page_id(page)}: only here {ours - theirs}; only there {theirs - ours}"
+    if re.findall(r"<!-- English headings: (\w+) -->", ours_text) != [stamp]:
+        wrong.append(
+            f"stamp: {theirs} has other headings than this page translates: bring it up to "
+            f"date, then end it with <!-- English headings: {stamp} -->"
+        )
+    if headings(ours_text) != headings(theirs_text):
+        wrong.append(
+            f"headings (level, code): {headings(ours_text)} against {headings(theirs_text)}"
+        )
+    if commands(ours_text) != commands(theirs_text):
+        here, there = commands(ours_text), commands(theirs_text)
+        wrong.append(f"commands: only here {here - there}; only there {there - here}")
+    if link_targets(page) != link_targets(english(page)):
+        here, there = link_targets(page), link_targets(english(page))
+        wrong.append(f"links: only here {here - there}; only there {there - here}")
     english_only = [
         target
-        for target in links(read(page))
+        for target in links(ours_text)
         if not re.match(r"^[a-z]+:", target)
         and (dest := (page.parent / target.partition("#")[0]).resolve()).name.endswith(".md")
         and not dest.name.endswith(ZH)
         and chinese(dest).exists()
         and dest != english(page)
     ]
-    assert not english_only, f"{page_id(page)}: link the Chinese version of {english_only}"
+    if english_only:
+        wrong.append(f"links: link the Chinese version of {english_only}")
+    return wrong
 
 
-def test_each_parity_check_sees_its_own_kind_of_drift(tmp_path: Path) -> None:
-    text = "# A\n\nRun `nox -s stage1` ([x](x.md#a)).\n\n```sh\nnox -s stage1\n```\n"
+def test_every_chinese_page_keeps_up_with_its_english_page() -> None:
+    """One test for every Chinese page: it names each page that falls behind, and how."""
+    assert len(translated()) >= 30
+    behind = {page_id(page): wrong for page in translated() if (wrong := falls_behind(page))}
+    assert not behind, "Chinese pages behind their English pages:\n" + "\n".join(
+        f"{page}: {wrong}" for page, wrong in behind.items()
+    )
+
+
+def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
+    """A Chinese page drifted one way at a time, in a folder of its own: each way is named
+    by its own check, and by no other."""
+    text = (
+        "# A\n\nEnglish · [中文](README.zh-CN.md)\n\n## B `x`\n\n"
+        "Run `nox -s stage1` ([x](x.md#a), [y](y.md)).\n\n```sh\nnox -s stage1\n```\n"
+    )
     (tmp_path / "x.md").write_text("# A\n\n## B\n", encoding="utf-8")
+    for name in ("y.md", "y.zh-CN.md"):
+        (tmp_path / name).write_text("# Y\n", encoding="utf-8")
     page, translation = tmp_path / "README.md", tmp_path / "README.zh-CN.md"
     page.write_text(text, encoding="utf-8")
-    checks = {
-        "command": lambda p: commands(read(p)),
-        "heading": lambda p: headings(read(p)),
-        "block": lambda p: code_blocks(read(p)),
-        "link": link_targets,
-    }
+    stamp = f"\n<!-- English headings: {english_headings_stamp(page)} -->\n"
+    good = (
+        text.replace("English · [中文](README.zh-CN.md)", "[English](README.md) · 中文")
+        .replace("Run", "运行")
+        .replace("(y.md)", "(y.zh-CN.md)")
+        + stamp
+    )
+    translation.write_text(good, encoding="utf-8")
+    assert falls_behind(translation) == []
     drifts = {
-        "command": text.replace("Run `nox -s stage1`", "Run `nox -s stage2`"),
-        "heading": text.replace("# A", "## A"),
-        "block": text.replace("```sh\nnox -s stage1", "```sh\nnox -s stage3"),
-        "link": text.replace("x.md#a", "x.md#b"),
+        "top": good.replace("[English](README.md)", "English"),
+        "blocks": good.replace("```sh\nnox -s stage1", "```sh\nnox -s stage3"),
+        "stamp": good.replace(stamp, ""),
+        "headings (level, code)": good.replace("## B `x`", "### B `x`"),
+        "commands": good.replace("运行 `nox -s stage1`", "运行 `nox -s stage2`"),
+        "links": good.replace("x.md#a", "x.md#b"),
     }
-    translation.write_text(text.replace("Run", "运行"), encoding="utf-8")
-    assert all(check(translation) == check(page) for check in checks.values())
     for kind, drifted in drifts.items():
         translation.write_text(drifted, encoding="utf-8")
-        seen = {name for name, check in checks.items() if check(translation) != check(page)}
-        assert seen == {kind}, (kind, seen)
+        seen = {wrong.split(":")[0] for wrong in falls_behind(translation)}
+        assert seen == {kind}, (kind, falls_behind(translation))
+    translation.write_text(good.replace("(y.zh-CN.md)", "(y.md)"), encoding="utf-8")
+    assert falls_behind(translation) == ["links: link the Chinese version of ['y.md']"]
 
 
-def line_numbers(page: Path) -> list[int]:
-    """The line numbers a page's prose names: "lines 64 and 65", or in Chinese "第 64 行"."""
-    text = re.sub(r"(?ms)^ *```.*?^ *```", "", read(page))
-    if page.name.endswith(ZH):
-        return [int(number) for number in re.findall(r"第 (\d+) 行", text)]
-    pairs = re.findall(r"\blines? (\d+)(?: and (\d+))?", text)
-    return [int(number) for pair in pairs for number in pair if number]
+# --- line numbers --------------------------------------------------------------------------
+#
+# No page names a line of code by its number: a lab's change, an exercise's hint, a guide
+# point at code by name (`Crawler.work`, "the line `finally:`"), which stays true when the
+# code above it grows.  A traceback a page samples names its lines (File "...", line 59),
+# but a command prints it and a test above compares it.
+
+LINE_NUMBER = re.compile(r"\blines?\s+[0-9]{1,4}\b|第\s*[0-9]{1,4}\s*行|\w\.py:[0-9]+|\bL[0-9]+\b")
+FRAME = re.compile(r'^\s*File "[^"]+", line [0-9]+, in \S+$')
 
 
-@pytest.mark.parametrize("page", translated(), ids=page_id)
-def test_a_chinese_page_names_the_same_line_numbers(page: Path) -> None:
-    """A lab's diff moves when the code does: its words in both languages must move with it."""
-    ours, theirs = line_numbers(page), line_numbers(english(page))
-    assert ours == theirs, f"{page_id(page)}: lines {ours} against {theirs} in English"
+def line_numbers(text: str) -> list[str]:
+    """The line numbers a page names ("lines 64 and 65", "第 64 行", "crawler.py:64", "L64",
+    over a line break too), a traceback's frames aside."""
+    found = []
+    for match in LINE_NUMBER.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.start())
+        if not FRAME.match(text[start : end if end != -1 else len(text)]):
+            found.append(" ".join(match[0].split()))
+    return found
+
+
+def test_no_page_names_a_line_number() -> None:
+    numbered = {page_id(page): found for page in pages() if (found := line_numbers(read(page)))}
+    assert not numbered, f"name the code instead (a function, the line's own code): {numbered}"
+
+
+def test_the_line_number_check_sees_each_way_of_writing_one() -> None:
+    for phrase in ("delete lines 64 and 65", "删除第 64 行", "第64行", "crawler.py:64", "see L64"):
+        assert line_numbers(f"Some prose, then {phrase}.\n"), phrase
+    frame = '  File "stage2_generators/crawler.py", line 59, in work\n'
+    assert line_numbers(frame) == []
+    assert line_numbers("the line `finally:` of `Crawler.work`, line by line\n") == []
+    assert line_numbers("before\nline\n64 of it") == ["line 64"]
