@@ -48,21 +48,21 @@ OPTION = re.compile(r"--[a-z][\w-]*")
 # --- list -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_every_exercise_has_its_idea_and_summary_in_chinese_with_the_code_kept(
-    name: str,
-) -> None:
+def summary_falls_behind(name: str) -> list[str]:
+    """How an exercise's Chinese idea and summary (exercise.toml) fall behind the English."""
     exercise = catalog.named(name)
-    assert "zh-CN" in [lang for lang, _, _ in exercise.translated_lines], (
-        f"{name}: exercise.toml has no `idea-zh-CN` and `summary-zh-CN`: "
-        "`list --lang zh-CN` shows its English ones"
-    )
+    if "zh-CN" not in [lang for lang, _, _ in exercise.translated_lines]:
+        return ["exercise.toml has no `idea-zh-CN` and `summary-zh-CN`: `list` shows English"]
     idea, summary = exercise.idea_in("zh-CN"), exercise.summary_in("zh-CN")
-    assert CJK.search(idea) or idea in KEPT_TERMS, f"{name}: `idea-zh-CN` is not Chinese"
-    assert CJK.search(summary), f"{name}: `summary-zh-CN` is not Chinese"
+    wrong = []
+    if not (CJK.search(idea) or idea in KEPT_TERMS):
+        wrong.append("`idea-zh-CN` is not Chinese")
+    if not CJK.search(summary):
+        wrong.append("`summary-zh-CN` is not Chinese")
     code = CODE.findall(exercise.summary) + OPTION.findall(exercise.summary)
-    missing = [word for word in code if word not in summary]
-    assert not missing, f"{name}: the Chinese summary lacks the code {missing}"
+    if missing := [word for word in code if word not in summary]:
+        wrong.append(f"the Chinese summary lacks the code {missing}")
+    return wrong
 
 
 def test_text_is_padded_and_wrapped_by_the_columns_a_terminal_gives_it() -> None:
@@ -141,14 +141,18 @@ def test_start_in_chinese_writes_the_chinese_instructions_and_says_so_in_chinese
     ) == len(exercise.replace)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_every_exercise_s_chinese_instructions_name_where_the_english_ones_are(name: str) -> None:
-    """In a workspace the English README is not beside the Chinese: the note says where it is."""
-    exercise = catalog.named(name)
-    text = workspace.instructions(exercise, "zh-CN")
-    assert workspace.ORIGINAL_BESIDE not in text
-    assert f"shared/tools/exercises/{name}/README.md" in text.split("\n## ")[0], name
-    assert len(CJK.findall(text)) > 500, f"{name}: README.zh-CN.md is not Chinese"
+def instructions_fall_behind(name: str) -> list[str]:
+    """How an exercise's Chinese instructions fall behind.  In a workspace the English
+    README is not beside the Chinese: their note must say where it is."""
+    text = workspace.instructions(catalog.named(name), "zh-CN")
+    wrong = []
+    if workspace.ORIGINAL_BESIDE in text:
+        wrong.append("the note still says the English page is beside")
+    if f"shared/tools/exercises/{name}/README.md" not in text.split("\n## ")[0]:
+        wrong.append("the note does not say where the English README is")
+    if len(CJK.findall(text)) <= 500:
+        wrong.append("README.zh-CN.md is not Chinese")
+    return wrong
 
 
 def test_the_locale_chooses_chinese_where_no_lang_does_and_lang_wins(
@@ -173,20 +177,38 @@ def test_the_locale_chooses_chinese_where_no_lang_does_and_lang_wins(
 # --- hints --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_every_exercise_has_as_many_chinese_hints_as_english_with_the_code_kept(
-    name: str,
-) -> None:
+def hints_fall_behind(name: str) -> list[str]:
+    """How an exercise's Chinese hints fall behind: one per English hint, in the same order,
+    each Chinese, each with the English hint's code kept."""
     exercise = catalog.named(name)
     english, chinese = exercise.hints, exercise.hints_in("zh-CN")
-    assert len(chinese) == len(english), (
-        f"{name}: {len(english)} hints in exercise.toml's `hints`, {len(chinese)} in "
-        "`hints-zh-CN`: translate each, in the same order"
-    )
+    if len(chinese) != len(english):
+        return [
+            f"{len(english)} hints in exercise.toml's `hints`, {len(chinese)} in "
+            "`hints-zh-CN`: translate each, in the same order"
+        ]
+    wrong = []
     for number, (theirs, ours) in enumerate(zip(english, chinese, strict=True), 1):
-        assert CJK.search(ours), f"{name}: Chinese hint {number} is not Chinese"
-        missing = [code for code in CODE.findall(theirs) if code not in ours]
-        assert not missing, f"{name}: Chinese hint {number} lacks the code {missing}"
+        if not CJK.search(ours):
+            wrong.append(f"Chinese hint {number} is not Chinese")
+        if missing := [code for code in CODE.findall(theirs) if code not in ours]:
+            wrong.append(f"Chinese hint {number} lacks the code {missing}")
+    return wrong
+
+
+def test_every_exercise_s_chinese_summary_instructions_and_hints_keep_up() -> None:
+    """One test for every exercise: it names each one whose Chinese falls behind, and how."""
+    assert len(NAMES) >= 15
+    behind = {
+        name: wrong
+        for name in NAMES
+        if (
+            wrong := summary_falls_behind(name)
+            + instructions_fall_behind(name)
+            + hints_fall_behind(name)
+        )
+    }
+    assert not behind, f"exercises whose Chinese falls behind: {behind}"
 
 
 def test_hint_in_chinese_prints_the_chinese_hints_and_shares_the_count(
