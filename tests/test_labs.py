@@ -357,7 +357,36 @@ def guide_falls_behind(path: Path, code: Path = ROOT) -> list[str]:
     for diff in diffs:  # every hunk fits the code, inside the function its header names
         for file, hunks in parse_diff(diff).items():
             wrong += [f"{file}: {fault}" for fault in hunk_faults(code / file, hunks)]
+    # The words point at the code by its own text ("the line `finally:`"), in both languages.
+    kept = {
+        line.strip()
+        for diff in diffs
+        for hs in parse_diff(diff).values()
+        for h in hs
+        for line in h.old
+    }
+    quoted = quoted_lines(section(text, "## Break it"), QUOTED_LINE)
+    if diffs and not quoted:
+        wrong.append("Break it names no line of the code it changes (the line `...`)")
+    # A line named without its comment is named still: `yield from sock_connect(...)`.
+    if missing := [q for q in quoted if not any(line.startswith(q) for line in kept)]:
+        wrong.append(f"Break it quotes a line the diff does not hold: {missing}")
+    chinese = path.with_name(path.stem + ".zh-CN.md")
+    if chinese.exists():
+        ours = quoted_lines(section(chinese.read_text("utf-8"), "## 破坏它"), QUOTED_LINE_ZH)
+        if sorted(ours) != sorted(quoted):
+            wrong.append(f"{chinese.name} quotes other lines: {ours} against {quoted}")
     return wrong
+
+
+#: How a guide names a line of code by its text: "the line `finally:`", "`finally:` 这一行".
+QUOTED_LINE = re.compile(r"\bthe\s+line\s+`([^`]+)`")
+QUOTED_LINE_ZH = re.compile(r"`([^`]+)`\s*这一行")
+
+
+def quoted_lines(text: str, quoted: re.Pattern[str]) -> list[str]:
+    """The lines of code some words name by their text, a line broken in the page joined."""
+    return [" ".join(found.split()) for found in quoted.findall(text)]
 
 
 def hunk_faults(source: Path, hunks: list[Hunk]) -> list[str]:
@@ -433,6 +462,10 @@ def test_the_guide_check_sees_each_kind_of_fault(tmp_path: Path) -> None:
         ),
         "names no function": text.replace("@@ Crawler.work @@", "@@ Crawler.wrok @@"),
         "outside Crawler.fetch": text.replace("@@ Crawler.work @@", "@@ Crawler.fetch @@"),
+        "quotes a line the diff does not hold": text.replace(
+            "the line `self.q.task_done()`", "the line `self.q.done()`"
+        ),
+        "names no line of the code": text.replace("the line `", "`"),
     }
     copy = tmp_path / path.name  # the same name: its answer is still found by its title
     copy.write_text(text, "utf-8")
