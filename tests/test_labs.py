@@ -315,8 +315,9 @@ def test_there_are_the_labs_the_index_lists() -> None:
 
 def guide_falls_behind(path: Path, code: Path = ROOT) -> list[str]:
     """What one guide lacks: its six parts in order, its answer in the teachers' folder,
-    the lab commands for its change, and a diff whose every hunk fits the code in ``code``
-    (the repository, or a copy of it)."""
+    the lab commands for its change, a diff whose every hunk fits the code in ``code`` (the
+    repository, or a copy of it), and words that name the lines it changes by their code,
+    the same lines in its Chinese version."""
     text, number, wrong = path.read_text("utf-8"), path.stem[:2], []
     places = [text.find(heading + "\n") for heading in PARTS]
     if -1 in places or places != sorted(places):
@@ -469,12 +470,20 @@ def test_the_guide_check_sees_each_kind_of_fault(tmp_path: Path) -> None:
     }
     copy = tmp_path / path.name  # the same name: its answer is still found by its title
     copy.write_text(text, "utf-8")
+    chinese = tmp_path / "01-forget-task-done.zh-CN.md"
+    translated = (LABS / chinese.name).read_text("utf-8")
+    chinese.write_text(translated, "utf-8")
     assert guide_falls_behind(copy) == []
     for fault, broken in faults.items():
         assert broken != text, fault
         copy.write_text(broken, "utf-8")
         wrong = guide_falls_behind(copy)
         assert any(fault in line for line in wrong), (fault, wrong)
+    copy.write_text(text, "utf-8")
+    chinese.write_text(
+        translated.replace("`self.q.task_done()` 这一行", "`self.q.done()` 这一行"), "utf-8"
+    )
+    assert [line for line in guide_falls_behind(copy) if "zh-CN.md quotes other lines" in line]
 
 
 def test_lab_apply_then_undo_leaves_every_file_as_it_was(tmp_path: Path) -> None:
