@@ -844,7 +844,9 @@ def line_numbers(text: str) -> list[str]:
 
 
 def test_no_page_names_a_line_number() -> None:
-    numbered = {page_id(page): found for page in pages() if (found := line_numbers(read(page)))}
+    """Every page, and every exercise's hints and summaries (exercise.toml), in both languages."""
+    texts = [*pages(), *EXERCISES.glob("*/exercise.toml")]
+    numbered = {page_id(page): found for page in texts if (found := line_numbers(read(page)))}
     assert not numbered, f"name the code instead (a function, the line's own code): {numbered}"
 
 
