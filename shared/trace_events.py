@@ -36,6 +36,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from shared.tasktree import task_name
 from shared.trace import Tracer, callback_event
 
 if TYPE_CHECKING:
@@ -72,8 +73,7 @@ def waits_for(actor: Any) -> tuple[str, str]:
     if fut is None:
         return "future", "ready to run"
     if hasattr(fut, "_coro") or hasattr(fut, "get_coro"):  # ours, or asyncio's
-        name = fut.get_name() if hasattr(fut, "get_name") else fut.name
-        return "task", f"task {name}"
+        return "task", f"task {task_name(fut)}"
     frame = innermost(getattr(actor, "_coro", None) or actor.get_coro())
     where = frame.f_code.co_qualname if frame else "?"
     local = frame.f_locals if frame else {}

@@ -445,12 +445,12 @@
     state.append(label("h3", "state.heading"), element("div", "counts"),
       label("h3", "state.sockets"), sockets,
       label("h3", c.raw.stage === "stage1_callbacks" ? "state.fetchers" : "state.tasks"), waiting);
-    if (c.raw.stage !== "stage1_callbacks") {  // stage 1 has callbacks, not tasks
-      const tree = element("details", "tree");
-      tree.append(label("summary", "state.tree"), element("pre"));
-      state.append(tree);
-    }
     panel.append(h2, ran, source, state);
+    if (c.raw.stage !== "stage1_callbacks") {  // stage 1 has callbacks, not tasks
+      const tree = element("details", "tree");  // the panel's whole width: its lines are long
+      tree.append(label("summary", "state.tree"), element("pre"));
+      panel.append(tree);
+    }
     panels.append(panel);
     c.panel = panel;
     c.shownFile = -1;
@@ -599,41 +599,10 @@
     }
   }
 
-  // Where every task waits, in the shape of asyncio.format_call_graph (Python 3.14) and of
-  // shared/tasktree.py: each task's chain, innermost first, and under "Awaited by" the tasks
-  // paused on it. A task resumes where it paused, so the frames of its next step (for the
-  // running task, this step's) are where it waits now.
+  // Where every task waits: the tree as the crawl prints it on SIGUSR1 (shared/tasktree.py),
+  // recorded as the step began: one tree from the main task down, each task once.
   function taskTree(c, i) {
-    const waits = c.states[c.steps.st[i]][1];
-    const named = new Map();  // a task's names, as a wait for it says them -> the task
-    for (const [who] of waits) {
-      named.set(actorName(c, who), who);
-      named.set(c.s(c.actors[who][0]), who);
-    }
-    const awaitedBy = new Map();
-    for (const [who, kind, label] of waits) {
-      const target = KINDS[kind] === "task" ? named.get(c.s(label).replace(/^task /, "")) : undefined;
-      if (target !== undefined) awaitedBy.set(target, [...(awaitedBy.get(target) || []), who]);
-    }
-    const paused = (who) => {
-      for (let j = i; j < c.n; j++) if (c.steps.a[j] === who) return c.chains[c.steps.fr[j]];
-      return [];
-    };
-    const lines = [];
-    const block = (who, star, rest, depth) => {
-      lines.push(star + "* Task(name='" + c.s(c.actors[who][0]) + "')");
-      const chain = paused(who);
-      if (chain.length) lines.push(rest + "+ Call stack:");
-      for (const [name, file, line] of [...chain].reverse()) {
-        const path = file >= 0 ? c.files[file].path : "(elsewhere)";
-        lines.push(rest + "|   File '" + path + "', line " + line + ", in " + c.s(name) + "()");
-      }
-      const waiters = depth < 5 ? awaitedBy.get(who) || [] : [];
-      if (waiters.length) lines.push(rest + "+ Awaited by:");
-      for (const waiter of waiters) block(waiter, rest + "   ", rest + "      ", depth + 1);
-    };
-    for (const [who] of waits) block(who, "", "", 0);
-    return lines.join("\n");
+    return c.raw.trees[c.steps.tr[i]].map(c.s).join("\n");
   }
 
   function showPanel(c) {
