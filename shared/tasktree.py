@@ -1,26 +1,37 @@
-"""Where is every task waiting?  The tree of tasks, as Python 3.14's asyncio prints it.
+"""Where is every task waiting?  One tree of tasks, from the main task down.
 
 A crawl that hangs looks like a crawl that is slow: nothing moves.  The question is where
-each coroutine is paused, and who waits for whom.  Python 3.14 answers it for asyncio
-(``asyncio.capture_call_graph``, ``format_call_graph``, ``python -m asyncio pstree``)::
+each coroutine is paused, and who waits for whom.  Python 3.14 answers it for asyncio with
+``python -m asyncio pstree PID``: one tree, from the task that awaits down to the tasks it
+awaits, each task once.  Here, in the same shape, for stages 2 and 3 alike::
 
-    * Task(name='worker-0', id=0x7f...)
-    + Call stack:
-    |   File '.../crawler.py', line 60, in async Crawler.work()
-    + Awaited by:
-       * Task(name='crawl', id=0x7f...)
-          + Call stack:
-          |   File '.../crawler.py', line 48, in async Crawler.crawl()
+    └── (T) crawl  id=0x7f...
+        ├──  Crawler.crawl()  stage2_generators/crawler.py:40
+        ├──  Queue.join()  stage2_generators/queues.py:63
+        ├──  Future.__iter__()  stage2_generators/futures.py:92
+        ├── (T) worker-0  id=0x7f...
+        │   ├──  Crawler.work()  stage2_generators/crawler.py:57
+        │   ├──  Crawler.robots()  stage2_generators/crawler.py:88
+        │   ├──  Future.__iter__()  stage2_generators/futures.py:92
+        │   └── (T) robots.txt  id=0x7f...
+        │       ├──  Crawler.fetch()  stage2_generators/crawler.py:96
+        ...
 
-One block per task: where its chain of coroutines is paused (innermost first) and, below,
-the tasks that wait for it, each with its own chain.  asyncio refuses any Future that is
-not its own, so stage 2 gets the same picture from here: its Task is a coroutine wrapped
-in a Future, its chain a ``yield from`` chain of generators, and a task waits for another
-when the future it is paused on (``_waiting_on``) is that task.
+Under each task ``(T)``, its chain of coroutines, outermost first, down to the line where
+the innermost is paused; then the tasks it awaits (``yield from task``, ``await task``, a
+``gather()`` of tasks).  A task that no task awaits, a worker, hangs from the main task,
+the one running ``Crawler.crawl``: stage 3's is asyncio.Runner's, named ``Task-1`` or so by
+asyncio and ``crawl`` here, as in stage 2.  A task awaited by two appears once, under the
+first; the second says so.  Tasks are in the order of their names, so a tree reads the
+same from run to run.  asyncio refuses any Future that is not its own, so stage 2 gets the
+picture from here: its Task is a coroutine wrapped in a Future, its chain a ``yield from``
+chain of generators, and a task waits for another when the future it is paused on
+(``_waiting_on``) is that task.
 
 The stage command lines print the tree to standard error on SIGUSR1 (``kill -USR1 PID``,
 where the system has it: faulthandler's convention) and, with ``-v``, at Ctrl-C before
-the partial report (shared/cli.py).  Nothing here is a part of any stage.
+the partial report (shared/cli.py); the show page shows it at every step.  Nothing here
+is a part of any stage.
 """
 
 from __future__ import annotations
@@ -28,63 +39,128 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # stages 1 and 2 never load asyncio: only a loop of asyncio's is asked of it
-    import asyncio
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: its files are named from here
 
-#: One line of a call stack: file, line, "async Crawler.work" (innermost first).
-StackEntry = tuple[str, int, str]
+#: One line of a call stack: where (``Crawler.work``), file, line (outermost first).
+StackEntry = tuple[str, str, int]
 
 
 @dataclass
 class Node:
-    """A task (or a plain future) in the tree: where it is paused, and who waits for it."""
+    """A task in the tree: its name and id, where it is paused, the tasks it awaits."""
 
-    label: str  # "Task(name='worker-0', id=0x7f...)"
+    name: str
+    id: int
     stack: list[StackEntry]
-    awaited_by: list[Node] = field(default_factory=list)
+    awaits: list[Node] = field(default_factory=list)
+    seen_above: bool = False  # awaited by another task too, and shown under that one
 
 
-def render(node: Node) -> list[str]:
-    """One node's lines, its waiters' nested below it, in format_call_graph's shape."""
-    lines = [f"* {node.label}"]
-    if node.stack:
-        lines.append("+ Call stack:")
-        lines += [
-            f"|   File {name!r}, line {line}, in {where}()" for name, line, where in node.stack
-        ]
-    if node.awaited_by:
-        lines.append("+ Awaited by:")
-        for waiter in node.awaited_by:
-            first, *rest = render(waiter)
-            lines += ["   " + first, *("      " + line for line in rest)]
+def render(node: Node, prefix: str = "", last: bool = True) -> list[str]:
+    """A task's lines and its awaited tasks', in the shape of ``python -m asyncio pstree``."""
+    lines = [f"{prefix}{'└── ' if last else '├── '}(T) {node.name}  id={node.id:#x}"]
+    inner = prefix + ("    " if last else "│   ")
+    if node.seen_above:
+        return [lines[0] + "  (shown above, under the task that awaits it first)"]
+    for n, (where, filename, line) in enumerate(node.stack):
+        glyph = "└── " if n == len(node.stack) - 1 and not node.awaits else "├── "
+        lines.append(f"{inner}{glyph} {where}()  {filename}:{line}")
+    for n, child in enumerate(node.awaits):
+        lines += render(child, inner, n == len(node.awaits) - 1)
     return lines
 
 
+def shown_file(filename: str) -> str:
+    """A source file as the tree names it: from the checkout, else its folder and name
+    (``asyncio/queues.py``, ``aiohttp/client.py``), not the whole path."""
+    path = Path(filename)
+    with contextlib.suppress(ValueError):
+        return path.resolve().relative_to(ROOT).as_posix()
+    return "/".join(path.parts[-2:])
+
+
 def chain(coro: Any) -> list[StackEntry]:
-    """The frames of a paused ``await``/``yield from`` chain, innermost first."""
+    """The frames of a paused ``await``/``yield from`` chain, outermost first."""
     entries = []
     while coro is not None:
         frame: FrameType | None = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
         if frame is None:
             break
-        tag = "async" if hasattr(coro, "cr_frame") else "generator"
         code = frame.f_code
-        entries.append((code.co_filename, frame.f_lineno, f"{tag} {code.co_qualname}"))
+        entries.append((code.co_qualname, shown_file(code.co_filename), frame.f_lineno))
         coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return entries[::-1]
+    return entries
 
 
-def label(task: Any) -> str:
-    """A task as format_call_graph names it."""
-    name = task.get_name() if hasattr(task, "get_name") else task.name
-    return f"Task(name={name!r}, id={id(task):#x})"
+def coroutine_of(task: Any) -> Any:
+    """A task's coroutine: stage 2's ``_coro``, asyncio's ``get_coro()``."""
+    return getattr(task, "_coro", None) or task.get_coro()
+
+
+def is_main(task: Any) -> bool:
+    """Tell whether a task runs the crawl itself (``Crawler.crawl``): the main task."""
+    code = getattr(coroutine_of(task), "cr_code", None) or getattr(
+        coroutine_of(task), "gi_code", None
+    )
+    return code is not None and code.co_name == "crawl"
+
+
+def task_name(task: Any) -> str:
+    """A task's name, the same in stages 2 and 3: asyncio names the main task ``Task-1``
+    (asyncio.Runner.run takes no name), stage 2 names it ``crawl``; both are ``crawl``."""
+    name: str = task.get_name() if hasattr(task, "get_name") else task.name
+    return "crawl" if re.fullmatch(r"Task-\d+", name) and is_main(task) else name
+
+
+def order(task: Any) -> tuple[list[str | int], int]:
+    """Sort by name, numbers as numbers (worker-2 before worker-10), then by id."""
+    parts = re.split(r"(\d+)", task_name(task))
+    return [int(p) if p.isdigit() else p for p in parts], id(task)
+
+
+def tree(tasks: list[Any], waits_for: Callable[[Any, Any], bool]) -> list[Node]:
+    """The tree of ``tasks``: the main task at the root, each task once.
+
+    ``waits_for(waiter, task)`` says whether ``waiter`` is paused on ``task``.  Without a
+    main task (tasks of something other than a crawl), each task no task awaits is a root.
+    """
+    tasks = sorted(tasks, key=order)
+    awaited = {id(t) for t in tasks for w in tasks if w is not t and waits_for(w, t)}
+    placed: set[int] = set()
+
+    def node(task: Any) -> Node:
+        placed.add(id(task))
+        found = Node(task_name(task), id(task), chain(coroutine_of(task)))
+        for other in tasks:
+            if other is not task and waits_for(task, other):
+                if id(other) in placed:
+                    found.awaits.append(Node(task_name(other), id(other), [], seen_above=True))
+                else:
+                    found.awaits.append(node(other))
+        return found
+
+    roots = [t for t in tasks if id(t) not in awaited]
+    main = next((t for t in roots if is_main(t)), None)
+    if main is None:
+        return [node(t) for t in roots if id(t) not in placed]
+    top = node(main)
+    top.awaits += [node(t) for t in roots if id(t) not in placed]
+    return [top]
+
+
+def lines(tasks: list[Any], waits_for: Callable[[Any, Any], bool]) -> list[str]:
+    """The tree of ``tasks`` as text lines."""
+    roots = tree(tasks, waits_for)
+    return [line for n, root in enumerate(roots) for line in render(root, "", n == len(roots) - 1)]
 
 
 # --- stage 2: our own Tasks -----------------------------------------------------------------
@@ -101,48 +177,31 @@ def generator_tasks() -> list[Any]:
     ]
 
 
-def generator_tree(tasks: list[Any]) -> list[Node]:
-    """The tree of stage 2's tasks: a task waits for another if it is paused on it."""
-    return [node_of(task, tasks, lambda waiter, t: waiter._waiting_on is t) for task in tasks]
-
-
-def node_of(task: Any, tasks: list[Any], waits_for: Callable[[Any, Any], bool]) -> Node:
-    """One task's node, with the tasks that wait for it (and theirs) nested below."""
-    waiters = [node_of(w, tasks, waits_for) for w in tasks if waits_for(w, task)]
-    return Node(label(task), chain(getattr(task, "_coro", None) or task.get_coro()), waiters)
+def generator_waits_for(waiter: Any, task: Any) -> bool:
+    """Stage 2: a task waits for another when the future it is paused on is that task."""
+    return getattr(waiter, "_waiting_on", None) is task
 
 
 # --- stage 3: asyncio's Tasks ---------------------------------------------------------------
 
 
-def asyncio_tree(loop: asyncio.AbstractEventLoop) -> str:
-    """Every task of an asyncio loop and where it waits; asyncio's own words on 3.14."""
-    import asyncio  # loaded already: a loop of asyncio's runs
-
-    tasks = list(asyncio.all_tasks(loop))
-    if hasattr(asyncio, "format_call_graph"):  # Python 3.14: asyncio knows who awaits whom
-        return "".join(asyncio.format_call_graph(task) + "\n" for task in tasks)
-
-    # Before 3.14 a task does not note who awaits it: a waiter is a task paused on it,
-    # or on a gather() of it (the crawl waits for its workers so).
-    def waits_for(waiter: Any, task: Any) -> bool:
-        fut = getattr(waiter, "_fut_waiter", None)
-        return fut is task or task in getattr(fut, "_children", ())
-
-    return "".join(
-        f"{line}\n" for task in tasks for line in render(node_of(task, tasks, waits_for))
-    )
+def asyncio_waits_for(waiter: Any, task: Any) -> bool:
+    """asyncio: a task waits for another when paused on it, or on a gather() of it (the
+    crawl waits for its workers so).  Before 3.14 a task does not note who awaits it."""
+    fut = getattr(waiter, "_fut_waiter", None)
+    return fut is task or task in getattr(fut, "_children", ())
 
 
 def task_tree() -> str:
     """The tree of the tasks of the crawl running in this thread: stage 3's, else stage 2's."""
     if (asyncio := sys.modules.get("asyncio")) is not None:  # only stage 3 loads it
         with contextlib.suppress(RuntimeError):
-            return asyncio_tree(asyncio.get_running_loop())
+            tasks = list(asyncio.all_tasks(asyncio.get_running_loop()))
+            return "".join(f"{line}\n" for line in lines(tasks, asyncio_waits_for))
     tasks = generator_tasks()
     if not tasks:
         return "no tasks: stage 1 runs callbacks, not tasks\n"
-    return "".join(f"{line}\n" for node in generator_tree(tasks) for line in render(node))
+    return "".join(f"{line}\n" for line in lines(tasks, generator_waits_for))
 
 
 def dump(*_: object) -> None:

@@ -15,7 +15,11 @@ trace viewer open it; VizTracer writes it for asyncio programs.  A crawl becomes
   its ``cat`` and colour saying what the actor waited for: a socket, the queue, a task...;
 * the selector's waits as complete events on the loop track, each wake-up an instant
   (``"i"``) with how many sockets were ready; counters (``"C"``) for the ready queue and
-  the fetches in flight.
+  the fetches in flight;
+* who woke whom, as flow events (``"s"`` ... ``"f"``, one ``id``, the viewer's arrows):
+  from the slice in which a task was made ready to run (a step that set a future's result
+  or put to the queue; the select() whose socket's callback did it; for stage 1, the
+  select() that found the Fetcher's socket ready) to the step that ran because of it.
 
 The observer hears the steps as ``--trace`` does (it is a :class:`~shared.trace.Tracer`)
 and adds no line to any stage: a step ends when the next event begins (another step, or
@@ -36,6 +40,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from shared.tasktree import task_name
 from shared.trace import Tracer, callback_event
 
 if TYPE_CHECKING:
@@ -72,8 +77,7 @@ def waits_for(actor: Any) -> tuple[str, str]:
     if fut is None:
         return "future", "ready to run"
     if hasattr(fut, "_coro") or hasattr(fut, "get_coro"):  # ours, or asyncio's
-        name = fut.get_name() if hasattr(fut, "get_name") else fut.name
-        return "task", f"task {name}"
+        return "task", f"task {task_name(fut)}"
     frame = innermost(getattr(actor, "_coro", None) or actor.get_coro())
     where = frame.f_code.co_qualname if frame else "?"
     local = frame.f_locals if frame else {}
@@ -123,6 +127,12 @@ class TraceEvents(Tracer):
         self.loop: Any = None  # the loop whose selector is wrapped
         self.selector: Any = None
         self.context: tuple[object, str | None] = (None, None)  # actor, wait kind
+        # Who woke whom: the loop's ready queue, as last seen; for each task made ready and
+        # not yet run, where that happened (its track and time); the last select() slice.
+        self.seen_ready: set[int] = set()
+        self.woken: dict[int, tuple[int, int]] = {}  # id(task) -> (tid, ts) of the waker
+        self.last_select: dict[str, Any] | None = None
+        self.flow_ids = 0
 
     # --- the clock and the tracks -----------------------------------------------------------
 
@@ -164,6 +174,7 @@ class TraceEvents(Tracer):
         super().crawl_started(crawler)
         self.pid += 1
         self.tids, self.keep, self.waits, self.counters, self.in_flight = {}, [], {}, {}, 0
+        self.seen_ready, self.woken, self.last_select = set(), {}, None
         self.meta("process_name", LOOP_TID, crawler.stage)
         self.meta("process_sort_index", LOOP_TID, self.pid, "sort_index")
         self.meta("thread_name", LOOP_TID, "event loop: select()")
@@ -218,6 +229,7 @@ class TraceEvents(Tracer):
             actor = sys.modules["asyncio"].current_task()
         self.watch_selector()
         self.close_step()
+        self.note_wakeups(self.last_select)  # callbacks since: the sockets select() found
         ts = self.now()
         if actor is None:  # a callback of the loop's own (Ctrl-C's): on the loop's track
             tid = LOOP_TID
@@ -232,8 +244,13 @@ class TraceEvents(Tracer):
         self.count("ready queue", self.ready())
         name = what.split(" <- ")[0]  # stage 2's step without the value it was resumed with
         args = {"what": what, "url": url}
+        waker = self.woken.pop(id(actor), None)
+        if kind in ("readable", "writable") and self.last_select is not None:
+            waker = self.last_select["tid"], self.inside(self.last_select, ts)
         self.open = self.add("X", name, tid, ts, dur=0, cat="step", args=args)
         self.running = actor
+        if waker is not None and tid != LOOP_TID:
+            self.flow(waker, (tid, ts))
 
     def close_step(self) -> None:
         """The running step ends now; its actor now waits, for what its paused chain says."""
@@ -241,6 +258,7 @@ class TraceEvents(Tracer):
             return
         ts = self.now()
         self.open["dur"] = ts - self.open["ts"]
+        self.note_wakeups(self.open)  # the tasks this step made ready
         tid, self.open = self.open["tid"], None
         done = getattr(self.running, "done", None)
         if tid != LOOP_TID and not (done and done()):  # a task that has ended waits no more
@@ -255,6 +273,36 @@ class TraceEvents(Tracer):
             return waits_for(actor)
         except Exception:  # a chain in a shape not foreseen: an unnamed wait, never a failure
             return "future", "?"
+
+    def note_wakeups(self, source: dict[str, Any] | None) -> None:
+        """Note the tasks made ready to run since the last look, by the slice ``source``.
+
+        A task is made ready when a handle of its own (its step, its wake-up) joins the
+        loop's ready queue: a future's result was set, the queue was put to, a task began.
+        """
+        ready = list(getattr(self.loop, "_ready", ()))
+        for handle in ready:
+            if id(handle) in self.seen_ready or source is None:
+                continue
+            callback = getattr(handle, "fn", None) or getattr(handle, "_callback", None)
+            task = getattr(callback, "__self__", None)
+            if hasattr(task, "_coro") or hasattr(task, "get_coro"):  # stage 2's, asyncio's
+                self.woken[id(task)] = (source["tid"], self.inside(source, self.now()))
+        self.seen_ready = {id(handle) for handle in ready}
+
+    @staticmethod
+    def inside(event: dict[str, Any], ts: int) -> int:
+        """A time within a slice, where a flow may start from it: the viewer binds a flow's
+        start to the slice that encloses it on its track."""
+        return int(max(event["ts"], min(ts, event["ts"] + event.get("dur", 0) - 1)))
+
+    def flow(self, start: tuple[int, int], end: tuple[int, int]) -> None:
+        """An arrow from a waker's slice (track, time) to the step it caused (which begins
+        at that time: ``bp`` "e" binds the end to the slice that encloses it)."""
+        self.flow_ids += 1
+        fields = {"cat": "wake-up", "id": self.flow_ids}
+        self.add("s", "wake-up", start[0], start[1], **fields)
+        self.add("f", "wake-up", end[0], end[1], bp="e", **fields)
 
     def span(self, tid: int, begin: int, end: int, kind: str, label: str) -> None:
         """An async span: an actor waited from begin to end, for a kind of thing."""
@@ -287,12 +335,13 @@ class TraceEvents(Tracer):
 
         def select(timeout: float | None = None) -> Any:
             self.close_step()  # the turn's callbacks are done: the loop waits now
+            self.note_wakeups(self.last_select)
             begin = self.now()
             ready = original(timeout)
             end = self.now()
             waited = "forever" if timeout is None else f"{timeout:.6f} s"
-            self.add("X", "select", LOOP_TID, begin, dur=end - begin, cat="loop",
-                     args={"timeout": waited, "ready": len(ready)})  # fmt: skip
+            self.last_select = self.add("X", "select", LOOP_TID, begin, dur=end - begin,
+                cat="loop", args={"timeout": waited, "ready": len(ready)})  # fmt: skip
             self.add("i", "wake-up", LOOP_TID, end, s="t", args={"sockets ready": len(ready)})
             return ready
 

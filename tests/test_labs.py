@@ -1006,16 +1006,16 @@ def test_lab8_the_tree_says_robots_txt_waits_to_read_and_worker0_waits_for_it(
         assert crawl.wait() == 130
     trees = crawl.stderr.split("--- tasks ---")[1:]
     assert len(trees) == 2, crawl.stderr  # one asked for, one at Ctrl-C with -v
-    for tree in trees:
-        robots = tree[tree.index("* Task(name='robots.txt'") :]
-        robots = robots[: robots.find("\n* ") if "\n* " in robots else len(robots)]
-        stack, awaited = robots.split("+ Awaited by:\n")
-        assert "Crawler.request()" in stack and "Crawler.fetch()" in stack
+    for tree in trees:  # one tree from the main task down (shared/tasktree.py)
+        assert tree.lstrip("\n").startswith("└── (T) crawl  id=0x"), tree
+        worker0 = tree[tree.index("── (T) worker-0 ") : tree.index("── (T) worker-1 ")]
+        stack, robots = worker0.split("── (T) robots.txt ")
+        assert "Crawler.robots()" in stack  # worker-0 waits for robots.txt, in robots()
+        assert "Crawler.request()" in robots and "Crawler.fetch()" in robots
         if package == "stage2_generators":
-            assert "sock_recv()" in stack  # the answer's first byte, which never comes
-        assert awaited.startswith("   * Task(name='worker-0'") and "Crawler.robots()" in awaited
-        idle = tree[tree.index("* Task(name='worker-1'") :]
-        assert "Queue.get()" in idle.split("\n* ")[0]
+            assert "sock_recv()" in robots  # the answer's first byte, which never comes
+        idle = tree[tree.index("── (T) worker-1 ") :]
+        assert "Queue.get()" in idle
 
 
 def catches(pid: int, signum: int) -> bool:

@@ -528,7 +528,7 @@ def test_english_left_finds_the_english_texts() -> None:
     english = texts()["en"]
     assert english_left([english["step.idle"]]) == [english["step.idle"]]
     assert "step" in english_left(["step 3 of 20"]) and "of" in english_left(["step 3 of 20"])
-    assert english_left(["--max-tasks 2", "task worker-0", "Task-3 crawl"]) == []
+    assert english_left(["--max-tasks 2", "task worker-0", "crawl"]) == []
 
 
 @pytest.mark.parametrize("which", ["stage2", "all"])
@@ -608,7 +608,7 @@ def test_the_screenshot_is_a_png_of_the_whole_page(
     head = picture.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", head[16:24])
-    assert width == 1400 and height >= 700
+    assert width == browser.PROJECTOR[0] and height > browser.PROJECTOR[1]
 
 
 def test_the_big_screenshot_is_a_1280x720_screen(pages: dict[str, Path], tmp_path: Path) -> None:
@@ -684,6 +684,50 @@ def test_without_a_step_the_page_opens_at_a_busy_one(
     assert shown_panel(driver, crawl)["sockets"]
 
 
+#: Every text of the page a class reads: the lanes (a canvas: its font size is the one they
+#: are drawn in), the code, the panels' facts, tables and task tree, the legend, the controls.
+READ = (
+    "#lanes, #legend, #heading, #controls button, #controls label, .panel h2, .panel h3, "
+    ".facts dt, .facts dd, .chain button, .file, .code .ln, th, td, .tree summary, .tree pre"
+)
+
+#: What is cut: every shown box (a block or a table cell) whose content is wider than it,
+#: and every text written on the lanes wider than the room it had there.
+CUT = """
+const boxes = [...document.querySelectorAll("body *")].filter((e) => e.getClientRects().length
+  && ["block", "flex", "grid", "table-cell", "list-item"].includes(getComputedStyle(e).display));
+const lanes = document.getElementById("lanes");
+return {
+  boxes: boxes.filter((e) => e.scrollWidth > e.clientWidth)
+    .map((e) => `${e.tagName}.${e.className}: ${e.scrollWidth} > ${e.clientWidth}`),
+  written: JSON.parse(lanes.dataset.written),
+};
+"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+@pytest.mark.parametrize("which", ["stage2", "all"])
+def test_the_page_opens_readable_on_a_projector_every_crawl_whole(
+    projector: Any, pages: dict[str, Path], which: str, lang: str
+) -> None:
+    """Without #big, at 1280x720: every text a class reads is 18 px or more, no box cuts its
+    text, no label on the lanes runs past its room, and each crawl has its panel shown."""
+    data = open_page(projector, pages[which], f"#lang={lang}")
+    projector.execute_script("document.querySelectorAll('.tree').forEach((d) => d.open = true)")
+    texts = measure(projector, READ)
+    assert texts["smallest"] >= 18, texts
+    assert texts["scroll"] <= texts["width"], "the page scrolls sideways"
+    cut = projector.execute_script(CUT)
+    assert cut["boxes"] == [], cut["boxes"]
+    labels = [text for text, width, room in cut["written"]]
+    assert [w for w in cut["written"] if w[1] > w[2]] == [], "a text runs past its room"
+    assert "worker-0" in labels and any(text.startswith("fd ") for text in labels), labels
+    shown = projector.find_elements("css selector", ".panel")
+    assert len(shown) == len(data["crawls"]) and all(p.is_displayed() for p in shown)
+    for panel in shown:  # each with its code, at the line that ran
+        assert panel.find_element("css selector", ".code .current").is_displayed()
+
+
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 @pytest.mark.parametrize("which", ["stage2", "all"])
 def test_big_type_puts_the_code_beside_the_lanes_at_18_px(
@@ -711,12 +755,12 @@ def test_big_type_is_a_button_a_key_and_an_address(projector: Any, pages: dict[s
     data = open_page(projector, pages["all"], "#step=5")
     big = "return document.body.classList.contains('big')"
     assert not projector.execute_script(big)
-    normal = box(projector, "#lanes")
-    assert measure(projector, "#lanes")["smallest"] < 18
+    normal, code = box(projector, "#lanes"), box(projector, ".panel .code")
+    assert code["top"] > normal["bottom"], "by default, the code is below the lanes"
     projector.find_element("id", "big").click()
     assert projector.execute_script(big)
     assert projector.execute_script("return location.hash") == "#big&step=5"
-    assert box(projector, "#lanes")["bottom"] > normal["bottom"], "larger rows for larger type"
+    assert box(projector, "#lanes")["right"] < normal["right"], "the lanes leave room beside"
     assert cursor(projector) == 5, "the same step, larger"
     press(projector, "b")
     assert not projector.execute_script(big)
@@ -808,12 +852,18 @@ def test_the_task_tree_says_where_every_task_waits(driver: Any, tmp_path: Path) 
         tree: str = driver.execute_script(
             "return document.querySelector('.panel .tree pre').textContent"
         )
-        robots = tree[tree.index("* Task(name='robots.txt')") :]
-        assert "\n+ Awaited by:\n   * Task(name='worker-" in robots, tree
+        # One tree from the main task down (shared/tasktree.py), as on kill -USR1: ids kept,
+        # robots.txt under the worker that waits for it, the tasks paused in our Future.
+        assert tree.startswith("└── (T) crawl  id=0x"), tree
+        tasks = re.findall(r"^([│ ]*)[├└]── \(T\) (\S+)  id=0x[0-9a-f]+$", tree, re.MULTILINE)
+        assert sorted(name for _, name in tasks) == ["crawl", "robots.txt", "worker-0", "worker-1"]
+        depth = {name: len(indent) // 4 for indent, name in tasks}
+        assert depth["robots.txt"] == 2 and depth["worker-0"] == depth["worker-1"] == 1, tree
+        assert tree.count("Future.__iter__()  stage2_generators/futures.py:") >= 3, tree
         source = {path: body.splitlines() for path, body in crawl["files"]}
-        paused = re.findall(r"File '([^']+)', line (\d+), in (\w+)\(\)", tree)
+        paused = re.findall(r"──  (\S+)\(\)  (\S+):(\d+)$", tree, re.MULTILINE)
         assert paused and all(
             "yield" in source[path][int(line) - 1] or "def " in source[path][int(line) - 1]
-            for path, line, _ in paused
+            for _, path, line in paused
             if path in source
         ), tree

@@ -3,8 +3,9 @@
 The crawl hangs on purpose: its server accepts the connection, reads the request and
 never answers, and --timeout is far away.  The tree must say why: robots.txt's task
 waits to read, the worker that started it waits for it, the other worker waits on the
-queue.  Python 3.14 would print stage 3's tree with asyncio's own format_call_graph; on
-older Pythons (this machine's) the same shape comes from shared/tasktree.py, tested here.
+queue, and the main task, named crawl in stages 2 and 3 alike, waits for the queue to
+empty.  One tree from the main task down, each task once, as `python -m asyncio pstree`
+prints asyncio's on Python 3.14 (shared/tasktree.py).
 """
 
 from __future__ import annotations
@@ -18,17 +19,22 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from shared import STAGES
-from shared.tasktree import Node, render
+from shared import STAGES, tasktree
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND_S = 30  # far above any wait here: only a hang ever reaches it
 HEADER = "--- tasks ---"
+# A task's line and a frame's, in the tree: "│   └── (T) robots.txt  id=0x7f..." and
+# "│       ├──  Crawler.fetch()  stage2_generators/crawler.py:96".
+TASK = re.compile(
+    r"^(?P<indent>(?:[│ ]   )*)[├└]── \(T\) (?P<name>\S+)  id=0x[0-9a-f]+(?P<rest>.*)$"
+)
 FRAME = re.compile(
-    r"^ *\|   File '(?P<file>.+)', line (?P<line>\d+), in (?:async|generator) (?P<fn>\S+)\(\)$"
+    r"^(?P<indent>(?:[│ ]   )*)[├└]──  (?P<fn>\S+)\(\)  (?P<file>\S+):(?P<line>\d+)$"
 )
 TASK_STAGES = [STAGES["stage2"], STAGES["stage3"]]
 
@@ -72,42 +78,55 @@ def tree_printed(errors: Path, count: int) -> str:
         text = errors.read_text(encoding="utf-8", errors="replace")
         if text.count(HEADER) >= count:
             tree = text.split(HEADER)[count]
-            return "\n".join(line for line in tree.splitlines() if line[:1] in ("*", "+", "|", " "))
+            return "\n".join(line for line in tree.splitlines() if line[:1] in ("└", "├", "│", " "))
         time.sleep(0.05)
     raise AssertionError(f"no task tree after {BOUND_S} s:\n{errors.read_text()}")
 
 
-def blocks(tree: str) -> dict[str, str]:
-    """The tree's top-level blocks, by task name."""
-    found = {}
-    for block in re.split(r"^(?=\* Task\(name=)", tree, flags=re.MULTILINE):
-        if match := re.match(r"\* Task\(name='([^']+)', id=0x[0-9a-f]+\)\n", block):
-            found[match[1]] = block
-    return found
+def parse(tree: str) -> dict[str, tuple[str | None, list[tuple[str, str, int]]]]:
+    """Each task of a tree: the task it hangs from (None at the root) and its frames,
+    outermost first.  Every line is a task's or a frame's, each task appears once, and
+    each line is indented one step below the task it belongs to."""
+    tasks: dict[str, tuple[str | None, list[tuple[str, str, int]]]] = {}
+    above: list[str] = []  # the task at each depth on the way to this line
+    for line in tree.splitlines():
+        task, frame = TASK.match(line), FRAME.match(line)
+        assert task or frame, f"neither a task nor a frame: {line!r}\n{tree}"
+        depth = len((task or frame)["indent"]) // 4  # type: ignore[index]
+        if task:
+            assert task["name"] not in tasks and not task["rest"], f"twice: {line!r}\n{tree}"
+            del above[depth:]
+            tasks[task["name"]] = (above[-1] if above else None, [])
+            above.append(task["name"])
+        else:
+            assert frame is not None and depth == len(above), f"misplaced: {line!r}\n{tree}"
+            tasks[above[-1]][1].append((frame["fn"], frame["file"], int(frame["line"])))
+    return tasks
 
 
 def check_tree(tree: str, package: str) -> None:
     """The tree says why the crawl hangs, each frame at a line where a coroutine pauses."""
-    tasks = blocks(tree)
-    assert {"robots.txt", "worker-0", "worker-1"} <= tasks.keys(), tree
-    robots = tasks["robots.txt"]
-    stack, _, waiters = robots.partition("+ Awaited by:\n")
-    assert stack.splitlines()[1] == "+ Call stack:"
-    functions = [m["fn"] for line in stack.splitlines() if (m := FRAME.match(line))]
-    assert functions[-2:] == ["Crawler.request", "Crawler.fetch"], robots  # innermost first
-    # robots.txt is awaited by the worker whose page needs it, paused in robots().
-    assert waiters.startswith("   * Task(name='worker-0'"), robots
-    assert "      + Call stack:\n" in waiters and "in async Crawler.robots()" in waiters.replace(
-        "generator", "async"
-    )
-    idle = tasks["worker-1"]
-    assert "Crawler.work()" in idle and "get()" in idle  # the other worker: on the queue
-    crawler = ROOT / package / "crawler.py"
-    source = crawler.read_text(encoding="utf-8").splitlines()
-    for line in tree.splitlines():
-        if (frame := FRAME.match(line)) and Path(frame["file"]) == crawler:
-            paused_at = source[int(frame["line"]) - 1]
-            assert "yield from" in paused_at or "await" in paused_at or "async " in paused_at, line
+    tasks = parse(tree)
+    assert tasks["crawl"][0] is None, tree  # the main task, at the root
+    # The workers, awaited by no task, hang from the main task, in the order of their names;
+    # robots.txt from the worker whose page needs it, paused in robots().
+    assert list(tasks) == ["crawl", "worker-0", "robots.txt", "worker-1"], tree
+    assert tasks["worker-0"][0] == tasks["worker-1"][0] == "crawl", tree
+    assert tasks["robots.txt"][0] == "worker-0", tree
+    assert [fn for fn, _, _ in tasks["crawl"][1]][:2] == ["Crawler.crawl", "Queue.join"], tree
+    assert [fn for fn, _, _ in tasks["worker-0"][1]][:2] == ["Crawler.work", "Crawler.robots"]
+    assert [fn for fn, _, _ in tasks["robots.txt"][1]][:2] == ["Crawler.fetch", "Crawler.request"]
+    assert [fn for fn, _, _ in tasks["worker-1"][1]][:2] == ["Crawler.work", "Queue.get"]
+    if package == STAGES["stage2"]:  # our own Future: its frame is where the task waits
+        assert all(t[1][-1][0] == "Future.__iter__" for t in tasks.values()), tree
+    crawler = f"{package}/crawler.py"
+    source = (ROOT / crawler).read_text(encoding="utf-8").splitlines()
+    for _, frames in tasks.values():
+        for _, file, line in frames:
+            if file == crawler:
+                paused_at = source[line - 1]
+                pauses = ("yield from", "await", "async with", "async for")
+                assert any(word in paused_at for word in pauses), (file, line, paused_at)
 
 
 @pytest.mark.parametrize("package", TASK_STAGES)
@@ -156,43 +175,62 @@ def test_without_v_ctrl_c_prints_no_tree(silent_server: socket.socket, tmp_path:
     assert proc.returncode == 130 and HEADER.encode() not in errors
 
 
-def test_the_shape_is_format_call_graphs() -> None:
-    """A waiter nests three columns in, its own lines six: as asyncio's documentation shows."""
-    inner = Node("Task(name='b', id=0x2)", [("m.py", 7, "async main")])
-    outer = Node("Task(name='a', id=0x1)", [("t.py", 4, "async test")], [inner])
-    assert render(outer) == [
-        "* Task(name='a', id=0x1)",
-        "+ Call stack:",
-        "|   File 't.py', line 4, in async test()",
-        "+ Awaited by:",
-        "   * Task(name='b', id=0x2)",
-        "      + Call stack:",
-        "      |   File 'm.py', line 7, in async main()",
+def test_the_shape_is_pstrees_one_tree_each_task_once() -> None:
+    """Frames under their task, then the tasks it awaits; a task awaited twice is shown
+    once, the second time named only; workers no task awaits hang from the main task."""
+
+    class Task:  # stage 2's, as far as the tree looks: a name, a coroutine, a future
+        def __init__(self, name: str, coro: Any) -> None:
+            self.name, self._coro, self._waiting_on = name, coro, None
+
+    def paused(function: Any) -> Any:
+        coro = function()
+        next(coro)
+        return coro
+
+    def crawl() -> Iterator[None]:
+        yield
+
+    def work() -> Iterator[None]:
+        yield
+
+    main, fetch = Task("crawl", paused(crawl)), Task("robots.txt", paused(work))
+    workers = [Task(f"worker-{n}", paused(work)) for n in (10, 2)]
+    for worker in workers:
+        worker._waiting_on = fetch
+    lines = tasktree.lines([fetch, *workers, main], tasktree.generator_waits_for)
+    here, line = "tests/test_tasktree.py", crawl.__code__.co_firstlineno + 1
+    ids = {task.name: f"{id(task):#x}" for task in (main, fetch, *workers)}
+    local = "test_the_shape_is_pstrees_one_tree_each_task_once.<locals>"
+    work_at = f"{local}.work()  {here}:{line + 3}"
+    assert lines == [
+        f"└── (T) crawl  id={ids['crawl']}",
+        f"    ├──  {local}.crawl()  {here}:{line}",
+        f"    ├── (T) worker-2  id={ids['worker-2']}",
+        f"    │   ├──  {work_at}",
+        f"    │   └── (T) robots.txt  id={ids['robots.txt']}",
+        f"    │       └──  {work_at}",
+        f"    └── (T) worker-10  id={ids['worker-10']}",
+        f"        ├──  {work_at}",
+        f"        └── (T) robots.txt  id={ids['robots.txt']}  (shown above, under the task"
+        " that awaits it first)",
     ]
+    assert parse("\n".join(lines[:6]))["robots.txt"][0] == "worker-2"
 
 
-def test_on_python_314_stage3s_tree_is_asyncios_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where asyncio has format_call_graph (3.14), each task's block is asyncio's words."""
+def test_stage3s_main_task_is_named_crawl_as_stage2s() -> None:
+    """asyncio names the task of asyncio.run "Task-N"; the tree names it by its coroutine."""
     import asyncio
 
-    from shared import tasktree
+    class Crawler:
+        async def crawl(self) -> str:
+            worker = asyncio.create_task(asyncio.sleep(10), name="worker-0")
+            await asyncio.sleep(0)
+            try:
+                return tasktree.task_tree()
+            finally:
+                worker.cancel()
 
-    asked: list[str] = []
-
-    def format_call_graph(task: asyncio.Task[None]) -> str:
-        asked.append(task.get_name())
-        return f"* Task(name={task.get_name()!r}) in asyncio's words"
-
-    monkeypatch.setattr(asyncio, "format_call_graph", format_call_graph, raising=False)
-
-    async def main() -> str:
-        waiter = asyncio.create_task(asyncio.sleep(10), name="sleeper")
-        await asyncio.sleep(0)
-        try:
-            return tasktree.task_tree()
-        finally:
-            waiter.cancel()
-
-    tree = asyncio.run(main())
-    assert len(asked) == 2 and "sleeper" in asked  # every task, the main one too
-    assert "* Task(name='sleeper') in asyncio's words\n" in tree
+    tree = asyncio.run(Crawler().crawl())
+    assert re.match(r"└── \(T\) crawl  id=0x", tree), tree
+    assert list(parse(tree)) == ["crawl", "worker-0"], tree

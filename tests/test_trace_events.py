@@ -2,8 +2,9 @@
 
 The rules checked are those a viewer relies on: the fields each phase needs, times in
 whole microseconds on the crawl's clock, a name for every process and track, complete
-events nested properly within a track, each async span begun and ended once.  The steps
-in the file are those the show page's recorder records for the same crawl.
+events nested properly within a track, each async span begun and ended once, each flow
+(who woke whom) started once and ended once, later, each end on a slice.  The steps in the
+file are those the show page's recorder records for the same crawl.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ NEEDS = {  # the fields each phase needs, besides ph, name, pid, tid
     "i": {"ts", "s"},
     "C": {"ts", "args"},
     "M": {"args"},
+    "s": {"ts", "id", "cat"},
+    "f": {"ts", "id", "cat", "bp"},
 }
 METADATA = {"process_name", "process_sort_index", "thread_name", "thread_sort_index"}
 
@@ -83,7 +86,7 @@ def problems(doc: dict[str, Any]) -> list[str]:
         return found
     found += [f"process {pid} has no name" for pid, _ in used if pid not in processes]
     found += [f"track {pid}/{tid} has no name" for pid, tid in used if tid not in named[pid]]
-    found += nesting(events) + spans(events)
+    found += nesting(events) + spans(events) + flows(events)
     return found
 
 
@@ -120,6 +123,37 @@ def spans(events: list[dict[str, Any]]) -> list[str]:
     return found
 
 
+def flows(events: list[dict[str, Any]]) -> list[str]:
+    """Each flow (an arrow from a waker to the step it caused) starts once and ends once,
+    at the same time or later, under one name; its start lies within a slice of its track
+    (the viewer binds it to the enclosing slice), and so does its end ("bp": "e")."""
+    found = []
+    by_id: dict[tuple[int, str, int], dict[str, list[dict[str, Any]]]] = defaultdict(
+        lambda: {"s": [], "f": []}
+    )
+    slices: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for event in events:
+        if event["ph"] in ("s", "f"):
+            by_id[event["pid"], event["cat"], event["id"]][event["ph"]].append(event)
+        if event["ph"] == "X":
+            slices[event["pid"], event["tid"]].append((event["ts"], event["ts"] + event["dur"]))
+
+    def on_a_slice(event: dict[str, Any]) -> bool:
+        return any(a <= event["ts"] <= b for a, b in slices[event["pid"], event["tid"]])
+
+    for key, ends in by_id.items():
+        if len(ends["s"]) != 1 or len(ends["f"]) != 1:
+            found.append(f"flow {key}: {len(ends['s'])} starts, {len(ends['f'])} ends")
+            continue
+        (start,), (end,) = ends["s"], ends["f"]
+        if end["ts"] < start["ts"] or end["name"] != start["name"]:
+            found.append(f"flow {key} ends before it starts, or under another name")
+        if end["bp"] != "e":
+            found.append(f"flow {key}: its end binds to the enclosing slice (bp e): {end}")
+        found += [f"flow {key}: no slice at {e}" for e in (start, end) if not on_a_slice(e)]
+    return found
+
+
 def steps(doc: dict[str, Any], pid: int = 1) -> list[dict[str, Any]]:
     """The loop's steps of one process, in time order."""
     found = [e for e in doc["traceEvents"] if e["ph"] == "X" and e.get("cat") == "step"]
@@ -153,6 +187,13 @@ def test_the_checks_catch_a_broken_trace() -> None:
     unnamed = {"ph": "X", "name": "e", "pid": 1, "tid": 2, "ts": 30, "dur": 1}
     assert problems({"traceEvents": [*good, unnamed]})
     assert problems({"traceEvents": [*good, {"ph": "X", "name": "f", "pid": 1, "tid": 1}]})
+    start = {"ph": "s", "name": "wake-up", "pid": 1, "tid": 1, "ts": 12, "id": 7, "cat": "w"}
+    end = {**start, "ph": "f", "ts": 14, "bp": "e"}
+    assert problems({"traceEvents": [*good, start, end]}) == []
+    assert problems({"traceEvents": [*good, start]})  # a start without its end
+    assert problems({"traceEvents": [*good, start, end, {**end, "ts": 13}]})  # an id twice
+    assert problems({"traceEvents": [*good, start, {**end, "ts": 11}]})  # ends before it starts
+    assert problems({"traceEvents": [*good, start, {**end, "ts": 20}]})  # on no slice
 
 
 def test_each_stage_writes_a_valid_trace_of_the_default_site(
@@ -202,6 +243,15 @@ def test_the_steps_are_those_the_show_page_records(package: str) -> None:
     # An actor of the page is a track of the trace, and the other way round.
     pairs = {(step.actor, e["tid"]) for step, e in zip(recorder.steps, steps(doc), strict=True)}
     assert len(pairs) == len({a for a, _ in pairs}) == len({t for _, t in pairs}) > 2
+    # Who woke whom: arrows end at steps; from select() (a socket was ready) and, where there
+    # are tasks, from a step of another task (a future's result set, the queue put to).
+    ends = [e for e in doc["traceEvents"] if e["ph"] == "f"]
+    starts = {e["id"]: e for e in doc["traceEvents"] if e["ph"] == "s"}
+    assert {(e["ts"], e["tid"]) for e in ends} <= {(e["ts"], e["tid"]) for e in steps(doc)}
+    sources = {starts[e["id"]]["tid"] for e in ends if e["tid"] != starts[e["id"]]["tid"]}
+    assert 0 in sources  # the loop's track: select()
+    if package != STAGES["stage1"]:
+        assert sources - {0}, "no task woke another"
 
 
 def test_a_wait_is_coloured_by_what_it_waits_for() -> None:

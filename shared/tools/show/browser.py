@@ -81,14 +81,15 @@ def screenshot(
 ) -> None:
     """Open the page at a step (1-based, in all crawls' time order) and save it as a PNG.
 
-    The whole page, 1400 pixels wide; or with ``big``, the page in large type (``#big``)
-    as a 1280x720 projector shows it: the screen, not what is below it.  With ``lang``,
+    The whole page, as wide as a 1280x720 projector's screen; or with ``big``, laid out
+    for that screen (``#big``), as the projector shows it: the screen, not what is below
+    it.  With ``lang``,
     the page in that language (``#lang=``), else in the one it opens in.
     """
     from selenium.webdriver.support.ui import WebDriverWait
 
     picture.parent.mkdir(parents=True, exist_ok=True)
-    width, height = PROJECTOR if big else (1400, 1000)
+    width, height = PROJECTOR
     with headless_chromium(width, height) as driver:
         fragment = "&".join([*(["big"] if big else []), *([f"lang={lang}"] if lang else [])])
         driver.get(f"{page.resolve().as_uri()}#{fragment + '&' if fragment else ''}step={step}")

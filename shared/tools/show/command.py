@@ -68,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--big",
         action="store_true",
-        help="large type, the code beside the lanes: for a projector (the page's #big); "
-        "with --screenshot, a picture of a 1280x720 screen",
+        help="the code beside the lanes, on one 1280x720 screen (the page's #big); "
+        "with --screenshot, a picture of that screen",
     )
     parser.add_argument(
         "--lang",

@@ -151,7 +151,7 @@
   let FONT, GUTTER, AXIS, HEAD, ROW, BAR, height;
   const blocks = [];  // per crawl: the y of its first row
   function layout() {
-    FONT = parseFloat(getComputedStyle(canvas).fontSize) || 11;
+    FONT = parseFloat(getComputedStyle(canvas).fontSize) || 18;
     GUTTER = Math.round(FONT * 14.5);  // room for the axis's title and the lanes' names
     [AXIS, HEAD, ROW, BAR] = [2.4, 1.8, 2, 1.3].map((k) => Math.round(FONT * k));
     height = AXIS;
@@ -187,8 +187,11 @@
     return lo;
   }
 
+  // What the last draw wrote on the lanes: [text, its width, the room it had], for the tests.
+  const written = [];
   function draw() {
     canvas.dataset.view = JSON.stringify([view[0], view[1], GUTTER, 10]);  // for the tests
+    written.length = 0;
     const width = canvas.clientWidth;
     const ratio = window.devicePixelRatio || 1;
     if (canvas.width !== Math.round(width * ratio) || canvas.height !== Math.round(height * ratio)) {
@@ -212,7 +215,7 @@
       ctx.stroke();
       const label = xmode === "time" ? seconds((x / 1e6).toFixed(tick >= 1e5 ? 1 : tick >= 1e4 ? 2 : 4))
         : t("axis.step", { n: Math.round(x + 1) });
-      ctx.fillText(label, px + 3, AXIS / 2);
+      if (px + 3 + ctx.measureText(label).width <= width) ctx.fillText(label, px + 3, AXIS / 2);
     }
     ctx.fillText(t(xmode === "time" ? "axis.time" : "axis.steps"), 8, AXIS / 2);
     for (const c of crawls) drawCrawl(c, width);
@@ -229,6 +232,7 @@
     ctx.fillStyle = "#ffffff";
     ctx.fillRect(0, AXIS, GUTTER - 4, height - AXIS);
     for (const c of crawls) drawLabels(c);
+    canvas.dataset.written = JSON.stringify(written);
   }
 
   function drawCrawl(c, width) {
@@ -266,15 +270,19 @@
       ctx.fillStyle = COLORS[w.kind] || COLORS.future;
       ctx.fillRect(x0, y, Math.max(1, x1 - x0), BAR);
       ctx.globalAlpha = 1;
-      if (x1 - x0 > FONT * 4) {
-        const label = waitText(w.label) + (c.actors[w.actor][1] >= 0 ? "  " + (c.s(c.actors[w.actor][1]) || "") : "");
-        ctx.save();
-        ctx.beginPath();  // clipped sideways only: the bar's end, not the letters' tails
-        ctx.rect(Math.max(x0, GUTTER), y - 4, x1 - Math.max(x0, GUTTER) - 3, BAR + 8);
-        ctx.clip();
-        ctx.fillStyle = "#1d2330";
-        ctx.fillText(label, Math.max(x0, GUTTER) + 3, y + BAR / 2 + 0.5);
-        ctx.restore();
+      // The bar's label, with the actor's URL where there is room, else alone, else none:
+      // a label is written whole or not at all, never cut at the bar's end.
+      const start = Math.max(x0, GUTTER) + 3, room = Math.min(x1, width) - start - 3;
+      if (room > FONT * 3) {
+        const detail = c.actors[w.actor][1] >= 0 ? c.s(c.actors[w.actor][1]) || "" : "";
+        const said = waitText(w.label), before = said.split(" -> ")[0];  // "fd 7 readable"
+        const label = [said + (detail ? "  " + detail : ""), said, before]
+          .find((text) => ctx.measureText(text).width <= room);
+        if (label) {
+          ctx.fillStyle = "#1d2330";
+          ctx.fillText(label, start, y + BAR / 2 + 0.5);
+          written.push([label, ctx.measureText(label).width, room]);
+        }
       }
     }
     // The steps: a mark each; the current one ringed.
@@ -302,16 +310,19 @@
     const title = t("title." + c.raw.stage);
     ctx.fillText(title, 8, top - HEAD / 2);
     const titled = ctx.measureText(title).width;
+    written.push([title, titled, canvas.clientWidth - 8]);
     ctx.font = FONT + "px system-ui, sans-serif";
     ctx.fillStyle = "#667085";
     const [urls, steps, s, stopped] = c.raw.summary || [];
     const note = c.raw.summary ? t(stopped ? "note.interrupted" : "note.done", { urls, steps, s }) : c.raw.note;
     ctx.fillText(note, 8 + titled + 10, top - HEAD / 2);
+    written.push([note, ctx.measureText(note).width, canvas.clientWidth - 18 - titled]);
     const cur = currentStep(c);
     const curRow = cur >= 0 ? c.actors[c.steps.a[cur]][2] : -1;
     for (let r = 0; r < c.rows.length; r++) {
       ctx.fillStyle = r === curRow ? "#c0392b" : "#475467";
       ctx.fillText(c.rows[r], 16, top + r * ROW + ROW / 2);
+      written.push([c.rows[r], ctx.measureText(c.rows[r]).width, GUTTER - 4 - 16]);
     }
   }
 
@@ -434,12 +445,12 @@
     state.append(label("h3", "state.heading"), element("div", "counts"),
       label("h3", "state.sockets"), sockets,
       label("h3", c.raw.stage === "stage1_callbacks" ? "state.fetchers" : "state.tasks"), waiting);
-    if (c.raw.stage !== "stage1_callbacks") {  // stage 1 has callbacks, not tasks
-      const tree = element("details", "tree");
-      tree.append(label("summary", "state.tree"), element("pre"));
-      state.append(tree);
-    }
     panel.append(h2, ran, source, state);
+    if (c.raw.stage !== "stage1_callbacks") {  // stage 1 has callbacks, not tasks
+      const tree = element("details", "tree");  // the panel's whole width: its lines are long
+      tree.append(label("summary", "state.tree"), element("pre"));
+      panel.append(tree);
+    }
     panels.append(panel);
     c.panel = panel;
     c.shownFile = -1;
@@ -588,41 +599,10 @@
     }
   }
 
-  // Where every task waits, in the shape of asyncio.format_call_graph (Python 3.14) and of
-  // shared/tasktree.py: each task's chain, innermost first, and under "Awaited by" the tasks
-  // paused on it. A task resumes where it paused, so the frames of its next step (for the
-  // running task, this step's) are where it waits now.
+  // Where every task waits: the tree as the crawl prints it on SIGUSR1 (shared/tasktree.py),
+  // recorded as the step began: one tree from the main task down, each task once.
   function taskTree(c, i) {
-    const waits = c.states[c.steps.st[i]][1];
-    const named = new Map();  // a task's names, as a wait for it says them -> the task
-    for (const [who] of waits) {
-      named.set(actorName(c, who), who);
-      named.set(c.s(c.actors[who][0]), who);
-    }
-    const awaitedBy = new Map();
-    for (const [who, kind, label] of waits) {
-      const target = KINDS[kind] === "task" ? named.get(c.s(label).replace(/^task /, "")) : undefined;
-      if (target !== undefined) awaitedBy.set(target, [...(awaitedBy.get(target) || []), who]);
-    }
-    const paused = (who) => {
-      for (let j = i; j < c.n; j++) if (c.steps.a[j] === who) return c.chains[c.steps.fr[j]];
-      return [];
-    };
-    const lines = [];
-    const block = (who, star, rest, depth) => {
-      lines.push(star + "* Task(name='" + c.s(c.actors[who][0]) + "')");
-      const chain = paused(who);
-      if (chain.length) lines.push(rest + "+ Call stack:");
-      for (const [name, file, line] of [...chain].reverse()) {
-        const path = file >= 0 ? c.files[file].path : "(elsewhere)";
-        lines.push(rest + "|   File '" + path + "', line " + line + ", in " + c.s(name) + "()");
-      }
-      const waiters = depth < 5 ? awaitedBy.get(who) || [] : [];
-      if (waiters.length) lines.push(rest + "+ Awaited by:");
-      for (const waiter of waiters) block(waiter, rest + "   ", rest + "      ", depth + 1);
-    };
-    for (const [who] of waits) block(who, "", "", 0);
-    return lines.join("\n");
+    return c.raw.trees[c.steps.tr[i]].map(c.s).join("\n");
   }
 
   function showPanel(c) {

@@ -132,7 +132,11 @@ def crawl_data(recorder: Recorder, note: str = "") -> dict[str, Any]:
     states: list[list[list[list[Any]]]] = []  # per state: its sockets, its waits
     state_ids: dict[tuple[Any, ...], int] = {}
     # "why" is a key of the page's table of texts, filled in with "wd" (detail), "ww" (waited).
-    names = ("t", "a", "what", "url", "why", "wd", "ww", "fr", "st", "ready", "timers", "next")
+    # "tr": the tree of tasks (stages 2 and 3), its lines stored once each.
+    trees: list[list[int]] = []
+    tree_ids: dict[tuple[str, ...], int] = {}
+    names = ["t", "a", "what", "url", "why", "wd", "ww", "fr", "st", "tr"]
+    names += ["ready", "timers", "next"]
     columns: dict[str, list[int]] = {name: [] for name in names}
     for index, step in enumerate(recorder.steps):
         chain = chain_ids.get(step.frames)
@@ -159,6 +163,11 @@ def crawl_data(recorder: Recorder, note: str = "") -> dict[str, Any]:
             columns[name].append(text(value))
         columns["fr"].append(chain)
         columns["st"].append(seen)
+        tree = tree_ids.get(step.tree)
+        if tree is None:
+            tree = tree_ids[step.tree] = len(trees)
+            trees.append([text(line) for line in step.tree])
+        columns["tr"].append(tree)
         columns["ready"].append(state.ready)
         columns["timers"].append(state.timers)
         columns["next"].append(state.next_timer_ms)
@@ -174,6 +183,7 @@ def crawl_data(recorder: Recorder, note: str = "") -> dict[str, Any]:
         "steps": columns,
         "chains": chains,
         "states": states,
+        "trees": trees,
         "waits": flat_waits,
         "actors": actors,
         "rows": [text(label) for label in labels],

@@ -30,6 +30,7 @@ from types import CodeType, FrameType
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from shared import tasktree
 from shared.observe import watching
 from shared.trace import Tracer, callback_event, coroutine_chain, summarize
 
@@ -76,6 +77,7 @@ class Step:
     first: bool  # the actor's first step
     detail: str  # stage 1: "fd 8 readable"; stage 2: what it was resumed with
     waited: tuple[int, str] | None  # (kind, label): what the actor waited for until now
+    tree: tuple[str, ...] = ()  # where every task waits, shared/tasktree.py's lines
 
 
 @dataclass
@@ -186,7 +188,8 @@ class Recorder(Tracer):
             if first and url:  # a task that exists for one URL ("robots.txt") is named by it
                 self.actors[actor].detail = short_url(url)
             waited = None if first else waited or seen
-            self.steps.append(Step(t, actor, what, url, frames, state, first, detail, waited))
+            tree = self.look.tree()
+            self.steps.append(Step(t, actor, what, url, frames, state, first, detail, waited, tree))
         except Exception:  # never let the picture change the crawl: report it afterwards
             self.errors.append(traceback.format_exc())
         if self.echo:
@@ -226,6 +229,10 @@ class Look(abc.ABC):
     @abc.abstractmethod
     def snapshot(self, context: tuple[Any, ...]) -> State:
         """Return the loop's state now, as the step ``context`` begins."""
+
+    def tree(self) -> tuple[str, ...]:
+        """The tree of tasks now, as a crawl prints it on SIGUSR1 (none in stage 1)."""
+        return ()
 
     @staticmethod
     def timers(handles: list[Any], when: Callable[[Any], float], now: float) -> tuple[int, int]:
@@ -371,6 +378,11 @@ class Stage2Look(Look):
             return TIMER, "a timer (sleep)"
         return OTHER, f"a Future in {name}"
 
+    def tree(self) -> tuple[str, ...]:
+        """The tree of the tasks seen and not done, from the main task down."""
+        tasks = [task for task in self.tasks.values() if not task.done()]
+        return tuple(tasktree.lines(tasks, tasktree.generator_waits_for))
+
     def name(self, task: Any) -> str:
         """A task's name, with its URL's path when it has one ("robots.txt /robots.txt")."""
         index = self.rec.known(task)
@@ -421,11 +433,13 @@ class Stage3Look(Look):
 
     @staticmethod
     def name(task: Any) -> str:
-        """A task's name; asyncio.run's, "Task-3", with its coroutine's: "Task-3 crawl"."""
-        name: str = task.get_name()
-        if name.startswith("Task-"):
-            name += " " + getattr(task.get_coro(), "__name__", "")
-        return name.strip()
+        """A task's name, as stage 2's: asyncio.run's main task is "crawl", not "Task-3"."""
+        return tasktree.task_name(task)
+
+    def tree(self) -> tuple[str, ...]:
+        """The tree of the loop's tasks, from the main task down."""
+        tasks = list(asyncio.all_tasks(asyncio.get_running_loop()))
+        return tuple(tasktree.lines(tasks, tasktree.asyncio_waits_for))
 
     def coroutine(self, frame: FrameType) -> bool:
         """Tell whether a frame runs one of the stage's coroutines (as trace_coroutines does)."""
@@ -458,7 +472,7 @@ class Stage3Look(Look):
             if fut is None:
                 waits.append((actor, OTHER, "running" if task is current else "ready to run"))
             elif isinstance(fut, asyncio.Task):
-                waits.append((actor, TASK, f"task {fut.get_name()}"))
+                waits.append((actor, TASK, f"task {self.name(fut)}"))
             elif id(fut) in getters:
                 waits.append((actor, QUEUE, "the queue: get"))
             elif id(fut) in joiners:
