@@ -16,7 +16,7 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-from shared.tools.exercises import manifest, workspace
+from shared.tools.exercises import manifest, studentfile, workspace
 from shared.tools.exercises.catalog import EXERCISES, ROOT, Exercise, task_titles, tasks_in
 
 TOOL = "python -m shared.tools.exercises"  # how the tool runs in a handout
@@ -235,5 +235,5 @@ def make(exercise: Exercise, folder: Path) -> Path:
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_bytes(data)
     files = {**(manifest.read(folder) or {}), **protected(exercise)}
-    manifest.write(folder, files)
+    manifest.write(folder, files, studentfile.facts(exercise))
     return folder
