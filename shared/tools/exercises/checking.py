@@ -18,7 +18,8 @@ module does not define) marks the results as tampered with, and scores nothing.
 With ``isolated`` (what `grade` asks for), the interpreter is the base Python outside
 any virtualenv, run with `-I -S`: the path is the scratch copy and a folder of the
 packages the checks need (grading.py makes it), and the environment keeps no variable
-that names the teacher's clone.  From there no reference solution can be found.
+that names a folder of the teacher's (`outside`).  From there no reference solution can
+be found.
 """
 
 from __future__ import annotations
@@ -149,20 +150,23 @@ def read_records(text: str, secret: bytes) -> tuple[list[dict[str, Any]], int]:
     return records, forged
 
 
-def test_functions(test_module: str) -> dict[str, int | None]:
-    """Each test function of the teacher's test module, and the task its mark names."""
-    functions: dict[str, int | None] = {}
+def test_functions(test_module: str) -> dict[str, frozenset[int]]:
+    """Each test function of the teacher's test module, and the tasks it may be marked with:
+    the one its decorators name, or where they name none (the marks are on its parameters,
+    say) any task of the module."""
+    every = frozenset(tasks_in(test_module))
+    functions: dict[str, frozenset[int]] = {}
     for node in ast.parse(test_module).body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
             "test"
         ):
-            numbers = tasks_in("\n".join(ast.unparse(d) for d in node.decorator_list))
-            functions[node.name] = numbers[0] if len(numbers) == 1 else None
+            named = tasks_in("\n".join(ast.unparse(d) for d in node.decorator_list))
+            functions[node.name] = frozenset(named) if len(named) == 1 else every
     return functions
 
 
 def forgeries(
-    records: list[dict[str, Any]], forged: int, expected: dict[str, int | None] | None
+    records: list[dict[str, Any]], forged: int, expected: dict[str, frozenset[int]] | None
 ) -> list[str]:
     """What in the records no honest run writes: unsigned lines, a second list of tests or a
     second verdict on a test phase, a test the teacher's module does not define."""
@@ -184,7 +188,7 @@ def forgeries(
     if expected is not None:
         for test in collected[-1]["tests"] if collected else []:
             function = test["id"].partition("::")[2].partition("[")[0]
-            if function not in expected or expected[function] != test["task"]:
+            if test["task"] not in expected.get(function, ()):
                 found.append(say("en", "results.unknown", test=test["id"]))
     return found[:3]
 
@@ -196,7 +200,7 @@ def judge(
     workspace: Path,
     stopped: str | None,
     every_module: bool = True,
-    expected_tests: dict[str, int | None] | None = None,
+    expected_tests: dict[str, frozenset[int]] | None = None,
     forged: int = 0,
 ) -> CheckResult:
     """Turn the plugin's records into a verdict per task.
@@ -264,8 +268,8 @@ def judge(
     elif tests:
         problems.append(say("en", "problem.no-proof"))
     ran = {t["id"].partition("::")[2].partition("[")[0] for t in tests}
-    for function, number in (expected_tests or {}).items():
-        if number in tasks and function not in ran:
+    for function, numbers in (expected_tests or {}).items():
+        for number in numbers & set(tasks) if function not in ran else ():
             tasks[number].fail(say("en", "reason.missing", test=function))
     result = CheckResult(sorted(tasks.values(), key=lambda t: t.number), problems)
     result.tampered = forgeries(records, forged, expected_tests)
@@ -312,7 +316,7 @@ def run_check(
     functions = test_functions(module)
     if only_task is not None:
         expected = [n for n in expected if n == only_task]
-        functions = {name: n for name, n in functions.items() if n == only_task}
+        functions = {name: n & {only_task} for name, n in functions.items() if only_task in n}
     with tempfile.TemporaryDirectory(prefix="exercise-check-") as scratch:
         tree = Path(scratch, "tree").resolve()
         judging_tree(exercise, workspace, pristine, tree)
@@ -370,13 +374,22 @@ def base_python() -> str:
     return getattr(sys, "_base_executable", None) or sys.executable
 
 
+#: What the isolated environment keeps of the teacher's: the language, the time zone, the
+#: temporary folder, and what Windows needs to start a process.  Nothing that names a
+#: folder the teacher works in (a clone, a virtualenv, the current folder).
+KEPT_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
+
+
 def outside(env: dict[str, str], clone: Path) -> dict[str, str]:
-    """The environment without a word of where ``clone`` is: no variable that names it, no
-    PATH entry inside it."""
+    """The environment for an isolated run: KEPT_VARIABLES (where they do not name
+    ``clone``), the check's own EXERCISE_ variables, and the system's default PATH."""
     where = str(clone.resolve())
-    kept = {name: value for name, value in env.items() if where not in value}
-    path = [entry for entry in env.get("PATH", "").split(os.pathsep) if where not in entry]
-    kept["PATH"] = os.pathsep.join(path)
+    kept = {
+        name: value
+        for name, value in env.items()
+        if (name in KEPT_VARIABLES or name.startswith("EXERCISE_")) and where not in value
+    }
+    kept["PATH"] = os.defpath
     return kept
 
 

@@ -192,7 +192,7 @@ def grade_one(
         return Row(str(given), zero, 0, most, [], f"not a workspace of {exercise.name}")
     tampered = against_teacher(exercise, folder, teacher) + code_tampering(exercise, folder)
     if tampered:
-        return Row(str(given), zero, 0, most, tampered, "not run: tampered")
+        return Row(str(given), zero, 0, most, tampered)
     result = checking.run_check(
         exercise, folder, time_limit, total_limit, pristine=ROOT, isolated=teacher.site
     )

@@ -1,0 +1,189 @@
+"""A grade of record the student's own files cannot fool (shared/tools/exercises/).
+
+- Each cheat of CHEATS, applied to an unsolved handout of s2-future, scores 0 and is
+  named in the tampered column by one `grade` of them all; the cheats written in the
+  student's own file score 0 even when `check`'s runner is reached without the
+  comparison of the file with the handout (the results channel and the isolated Python).
+- For every exercise, the reference solution and every wrong answer of the teachers'
+  catalogue are judged as code like any student's file: none is tampering.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from shared.tools.exercises import (
+    answers,
+    catalog,
+    checking,
+    grading,
+    handout,
+    manifest,
+    studentfile,
+)
+from shared.tools.exercises.bodies import put_bodies
+from shared.tools.exercises.cli import main
+
+pytestmark = pytest.mark.usefixtures("english_tool")  # the tool's sentences, in English
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "s2-future"
+FUTURES = "stage2_generators/futures.py"
+
+#: pytest's report class made to read "passed" whatever the test did.
+PATCH = """\
+import _pytest.reports as _reports
+_made = _reports.TestReport.from_item_and_call.__func__
+def _passed(cls, item, call):
+    report = _made(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+_reports.TestReport.from_item_and_call = classmethod(_passed)
+"""
+
+#: At exit, a "passed" record for every test, appended to the results file the
+#: environment names (how `check` once took its results).
+ATEXIT = """\
+import atexit as _atexit, json as _json, os as _os
+def _all_passed():
+    path = _os.environ.get("EXERCISE_RESULTS")
+    if not path:
+        return
+    with open(path, encoding="utf-8") as file:
+        records = [_json.loads(line) for line in file if line.strip()]
+    tests = [t for r in records if r["event"] == "collected" for t in r["tests"]]
+    with open(path, "a", encoding="utf-8") as file:
+        for test in tests:
+            for when in ("setup", "call", "teardown"):
+                entry = {"event": "report", "id": test["id"], "task": test["task"],
+                         "when": when, "outcome": "passed", "reason": ""}
+                file.write(_json.dumps(entry) + "\\n")
+        file.write(_json.dumps({"event": "collected", "tests": tests}) + "\\n")
+_atexit.register(_all_passed)
+"""
+
+#: The reference module, looked for above sys.prefix and every folder the environment
+#: names, run in this module's place.
+EXEC = """\
+import os as _os, sys as _sys
+from pathlib import Path as _Path
+_starts = [_sys.prefix, _sys.executable, _os.getcwd(), *_sys.path]
+_starts += [v for value in _os.environ.values() for v in value.split(_os.pathsep)]
+for _start in _starts:
+    for _up in [_Path(_start), *_Path(_start).parents]:
+        _ref = _up / "stage2_generators" / "futures.py"
+        if _ref.is_file() and "NotImplementedError(" not in _ref.read_text():
+            exec(compile(_ref.read_text(), str(_ref), "exec"), globals())
+            break
+    else:
+        continue
+    break
+"""
+
+#: Under `check`, the tool's own process ends at once with status 0: a passed step.
+EXIT = """
+import os as _os, sys as _sys
+if "check" in _sys.argv:
+    _os._exit(0)
+"""
+
+
+@dataclass(frozen=True)
+class Cheat:
+    """One thing a student might do to an unsolved handout, and what grade must name."""
+
+    name: str
+    path: str  # the file it changes
+    named: str  # words the tampered column must hold
+    own_file: bool = True  # written in the student's own file: the runner is tried too
+
+    def apply(self, folder: Path) -> None:
+        """Do it to the handout in ``folder``."""
+        file = folder / self.path
+        text = file.read_text(encoding="utf-8")
+        if self.name == "patch-in-a-body":
+            body = "        " + PATCH.replace("\n", "\n        ").rstrip() + "\n"
+            body += "        raise NotImplementedError\n"
+            text = put_bodies(text, {"Future._finish": body})
+        elif self.name == "workflow-true":
+            text = re.sub(r"command: .*", "command: 'true'", text)
+            recorded = manifest.read(folder) or {}
+            recorded[self.path] = manifest.digest(text.encode())
+            manifest.write(folder, recorded, manifest.read_code(folder))
+        else:
+            text += "\n" + {"atexit": ATEXIT, "exec-reference": EXEC, "patch-at-import": PATCH}.get(
+                self.name, EXIT
+            )
+        file.write_text(text, encoding="utf-8")
+
+
+CHEATS = [
+    Cheat("atexit", FUTURES, f"{FUTURES}:"),
+    Cheat("exec-reference", FUTURES, f"{FUTURES}:"),
+    Cheat("patch-at-import", FUTURES, f"{FUTURES}:"),
+    Cheat("patch-in-a-body", FUTURES, "an import in Future._finish"),
+    Cheat("exit-under-check", "shared/__init__.py", "shared/__init__.py (changed)", False),
+    Cheat("workflow-true", handout.WORKFLOW, f"{manifest.MANIFEST} (changed)", False),
+]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """One `grade` of an unsolved handout per cheat: each folder's CSV row, by cheat."""
+    here = tmp_path_factory.mktemp("class")
+    for cheat in CHEATS:
+        handout.make(catalog.named(NAME), here / cheat.name)
+        cheat.apply(here / cheat.name)
+    table = here / "class.csv"
+    argv = ["grade", NAME, *(str(here / c.name) for c in CHEATS), "--csv", str(table)]
+    assert main(argv) == 0
+    with table.open(encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(file))
+    return {Path(row["folder"]).name: row for row in rows}
+
+
+@pytest.mark.parametrize("cheat", CHEATS, ids=lambda cheat: cheat.name)
+def test_a_cheat_on_an_unsolved_handout_scores_nothing_and_is_named(
+    cheat: Cheat, graded: dict[str, dict[str, str]], tmp_path: Path
+) -> None:
+    row = graded[cheat.name]
+    assert (row["total"], row["max"]) == ("0", "3")
+    assert cheat.named in row["tampered"], row["tampered"]
+    if not cheat.own_file:
+        return
+    # Past the comparison with the handout, the runner still gives the cheat nothing.
+    folder = tmp_path / "handout"
+    exercise = catalog.named(NAME)
+    handout.make(exercise, folder)
+    cheat.apply(folder)
+    teacher = grading.Teacher(exercise, tmp_path / "teacher")
+    (tmp_path / "teacher").mkdir()
+    result = checking.run_check(exercise, folder, 10, 120, pristine=ROOT, isolated=teacher.site)
+    assert [task.passed for task in result.tasks] == [False, False, False]
+    assert result.ran and not result.problems, result.problems
+
+
+@pytest.mark.parametrize("name", sorted(e.name for e in catalog.all_exercises()))
+def test_references_and_wrong_answers_are_judged_as_answers_not_tampering(name: str) -> None:
+    exercise = catalog.named(name)
+    known = studentfile.facts(exercise)
+    allowed = set(known["granted"])
+
+    def judged(path: str, text: str) -> list[str]:
+        entry = known["files"][path]
+        theirs = [(label, digest) for label, digest in entry["outline"]]
+        return studentfile.judge(path, text.encode(), entry["emptied"], theirs, allowed)
+
+    catalogue = answers.load(exercise)
+    for path in known["files"]:
+        assert judged(path, (ROOT / path).read_text(encoding="utf-8")) == [], path
+    for mistake in catalogue.mistakes:
+        target = mistake.edit.target
+        text = (ROOT / target.path).read_text(encoding="utf-8")
+        wrong = put_bodies(text, {target.qualname: catalogue.wrong_body(mistake)})
+        assert judged(target.path, wrong) == [], mistake.name
