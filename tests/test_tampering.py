@@ -46,24 +46,21 @@ def _passed(cls, item, call):
 _reports.TestReport.from_item_and_call = classmethod(_passed)
 """
 
-#: At exit, a "passed" record for every test, appended to the results file the
-#: environment names (how `check` once took its results).
+#: At exit, a list of tests of the student's own, one a task, each with a "passed" record,
+#: appended to the results file the environment names (how `check` once took its results).
 ATEXIT = """\
 import atexit as _atexit, json as _json, os as _os
 def _all_passed():
     path = _os.environ.get("EXERCISE_RESULTS")
-    if not path:
-        return
-    with open(path, encoding="utf-8") as file:
-        records = [_json.loads(line) for line in file if line.strip()]
-    tests = [t for r in records if r["event"] == "collected" for t in r["tests"]]
-    with open(path, "a", encoding="utf-8") as file:
-        for test in tests:
-            for when in ("setup", "call", "teardown"):
-                entry = {"event": "report", "id": test["id"], "task": test["task"],
-                         "when": when, "outcome": "passed", "reason": ""}
-                file.write(_json.dumps(entry) + "\\n")
-        file.write(_json.dumps({"event": "collected", "tests": tests}) + "\\n")
+    if path:
+        tests = [{"id": f"forged::test_{n}", "task": n} for n in (1, 2, 3)]
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(_json.dumps({"event": "collected", "tests": tests}) + "\\n")
+            for test in tests:
+                for when in ("setup", "call", "teardown"):
+                    entry = {"event": "report", "id": test["id"], "task": test["task"],
+                             "when": when, "outcome": "passed", "reason": ""}
+                    file.write(_json.dumps(entry) + "\\n")
 _atexit.register(_all_passed)
 """
 
