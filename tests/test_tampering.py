@@ -10,8 +10,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
+import hmac
+import io
+import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -138,9 +146,15 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]
         cheat.apply(here / cheat.name)
     table = here / "class.csv"
     argv = ["grade", NAME, *(str(here / c.name) for c in CHEATS), "--csv", str(table)]
-    assert main(argv) == 0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*argv, "--diff"]) == 0
     with table.open(encoding="utf-8", newline="") as file:
         rows = list(csv.DictReader(file))
+    # --diff: after the table, each student's bodies against the handout's.
+    shown = out.getvalue()
+    assert f"+++ {here / 'patch-in-a-body'}/{FUTURES}:Future._finish" in shown
+    assert "+        _reports.TestReport.from_item_and_call = classmethod(_passed)" in shown
     return {Path(row["folder"]).name: row for row in rows}
 
 
@@ -158,11 +172,69 @@ def test_a_cheat_on_an_unsolved_handout_scores_nothing_and_is_named(
     exercise = catalog.named(NAME)
     handout.make(exercise, folder)
     cheat.apply(folder)
+    # In the handout, check names it from the manifest's outline, and runs nothing.
+    ran = subprocess.run(
+        [sys.executable, "-m", "shared.tools.exercises", "check", NAME],
+        cwd=folder,
+        env=dict(os.environ, PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 2 and f"tampered: {FUTURES}:" in ran.stdout, ran.stdout
     teacher = grading.Teacher(exercise, tmp_path / "teacher")
     (tmp_path / "teacher").mkdir()
     result = checking.run_check(exercise, folder, 10, 120, pristine=ROOT, isolated=teacher.site)
     assert [task.passed for task in result.tasks] == [False, False, False]
-    assert result.ran and not result.problems, result.problems
+    assert result.ran and not result.problems and not result.tampered, result.problems
+
+
+def test_only_signed_records_count_once_each_for_the_teachers_tests(tmp_path: Path) -> None:
+    exercise = catalog.named(NAME)
+    module = (ROOT / exercise.tests).read_text(encoding="utf-8")
+    functions = checking.test_functions(module)
+    assert set(functions.values()) == {frozenset({1}), frozenset({2}), frozenset({3})}
+    key = b"k" * 32
+    tests = [{"id": f"{exercise.tests}::{name}", "task": min(n)} for name, n in functions.items()]
+    honest = [{"event": "collected", "tests": tests}]
+    honest += [
+        {"event": "modules", "files": {"stage2_generators.futures": str(tmp_path / FUTURES)}}
+    ]
+    for test in tests:
+        for when in ("setup", "call", "teardown"):
+            honest.append({"event": "report", "when": when, "outcome": "passed", **test})
+
+    def signed(records: list[dict[str, object]], secret: bytes = key) -> str:
+        lines = []
+        for record in records:
+            text = json.dumps(record, sort_keys=True)
+            mac = hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
+            lines.append(json.dumps({"record": text, "mac": mac}) + "\n")
+        return "".join(lines)
+
+    def verdict(text: str) -> checking.CheckResult:
+        records, forged = checking.read_records(text, key)
+        return checking.judge(
+            records, [1, 2, 3], exercise, tmp_path, None, expected_tests=functions, forged=forged
+        )
+
+    assert verdict(signed(honest)).passed
+    # Unsigned, signed with another secret, a verdict twice, a test of the student's own.
+    unsigned = json.dumps(honest[-1]) + "\n"
+    for text in [
+        signed(honest) + unsigned,
+        signed(honest) + signed(honest[-1:], b"x" * 32),
+        signed(honest) + signed(honest[-1:]),
+        signed([*honest, {"event": "report", "id": "t.py::test_mine", "when": "call"}]),
+    ]:
+        result = verdict(text)
+        assert result.tampered and not result.passed, text
+        assert all(task.reasons[0].startswith("not judged: the results") for task in result.tasks)
+    # A teacher's test that never ran fails its task, whatever else passed.
+    missing = [r for r in honest if tests[0]["id"] not in (r.get("id"), None)]
+    missing[0] = {"event": "collected", "tests": tests[1:]}
+    result = verdict(signed(missing))
+    assert not result.tampered and [t.passed for t in result.tasks] == [False, True, True]
 
 
 @pytest.mark.parametrize("name", sorted(e.name for e in catalog.all_exercises()))
