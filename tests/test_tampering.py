@@ -256,3 +256,44 @@ def test_references_and_wrong_answers_are_judged_as_answers_not_tampering(name: 
         text = (ROOT / target.path).read_text(encoding="utf-8")
         wrong = put_bodies(text, {target.qualname: catalogue.wrong_body(mistake)})
         assert judged(target.path, wrong) == [], mistake.name
+
+
+#: Bodies of Future.add_done_callback: what a student may write (None), and what reaches
+#: past the code under test (the words the tampered line must hold).
+BODIES = [
+    ("loop = get_running_loop()\nfor f in [fn]:\n    loop.call_soon(f, self)", None),
+    ("count = 0\ndef bump():\n    nonlocal count\n    count += 1\nbump()", None),
+    ("if not callable(fn):\n    raise TypeError(type(self).__name__)", None),
+    ("self._callbacks = [*self._callbacks, cast(Any, fn)]", None),
+    ("import os", "an import"),
+    ("sys.modules.clear()", "`sys`"),
+    ('exec("x = 1")', "`exec`"),
+    ("fn.__globals__.clear()", "`.__globals__`"),
+    ('globals()["Future"] = None', "`globals`"),
+    ('getattr(fn, "x")', "`getattr`"),
+    ("global InvalidStateError\nInvalidStateError = ValueError", "`global`"),
+    ("frame = self._exception.__traceback__.tb_frame", "`.__traceback__`"),
+    ("get_running_loop.f_back", "`.f_back`"),
+    ("_reports = __import__('_pytest.reports')", "`__import__`"),
+]
+
+
+@pytest.mark.parametrize(("body", "words"), BODIES, ids=[words or "fine" for _, words in BODIES])
+def test_a_body_may_use_what_a_solution_is_made_of_and_nothing_else(
+    body: str, words: str | None
+) -> None:
+    exercise = catalog.named(NAME)
+    known = studentfile.facts(exercise)
+    entry = known["files"][FUTURES]
+    handed = (ROOT / FUTURES).read_text(encoding="utf-8")
+    indented = "".join(f"        {line}\n" for line in body.splitlines())
+    text = put_bodies(handed, {"Future.add_done_callback": indented})
+    theirs = [(label, digest) for label, digest in entry["outline"]]
+    found = studentfile.judge(FUTURES, text.encode(), entry["emptied"], theirs, set())
+    if words is None:
+        assert found == []
+    else:
+        first = text[: text.index(indented)].count("\n") + 1  # the body's first line
+        lines = range(first, first + len(body.splitlines()))
+        named = [f for f in found if words in f and "in Future.add_done_callback:" in f]
+        assert named and int(named[0].split(":")[1]) in lines, found

@@ -12,9 +12,10 @@ with the handout's by syntax tree, not by text:
 - Inside the bodies, the student writes what they like from the names a solution is
   made of: their own locals, the module's own names, Python's ordinary builtins, and the
   names the reference solutions of the exercise use.  What reaches beyond the code under
-  test is refused unless a reference solution uses it too: an import, `global`, a name
-  of DENIED or attribute of DENIED_ATTRIBUTES (the interpreter, the file system, the
-  test runner, code from text), and any dunder name or attribute (`__globals__`, ...).
+  test is refused unless a reference solution uses it too: an import, `global` (a
+  write to the module's names), a name of DENIED or attribute of DENIED_ATTRIBUTES (the
+  interpreter, the file system, the test runner, code from text), and any dunder name or
+  attribute but the HARMLESS few (`__globals__`, `__dict__`, `__subclasses__`, ...).
 
 The tree is parsed from the file's bytes, as Python itself reads them, coding line and all.
 """
@@ -196,9 +197,17 @@ def _locals(function: FunctionNode) -> set[str]:
     return found
 
 
+#: Python's own names an answer may well use, and that lead nowhere: a name for a message,
+#: the type of an object (as `type` gives it), a call to the parent's method.
+HARMLESS = frozenset(
+    {"__name__", "__qualname__", "__class__", "__init__", "__iter__", "__next__", "__repr__"}
+)
+
+
 def dunder(name: str) -> bool:
-    """Whether a name is one of Python's own (`__globals__`): a way into the interpreter."""
-    return name.startswith("__") and name.endswith("__")
+    """Whether a name is one of Python's own (`__globals__`), other than HARMLESS: a way
+    into the interpreter."""
+    return name.startswith("__") and name.endswith("__") and name not in HARMLESS
 
 
 def special(name: str, attribute: bool = False) -> bool:
@@ -218,7 +227,7 @@ def granted(references: Iterable[FunctionNode]) -> set[str]:
                 found.add(node.attr)
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 found.add(f"import:{_dump(node)}")
-            elif isinstance(node, ast.Global | ast.Nonlocal):
+            elif isinstance(node, ast.Global):
                 found |= {f"global:{name}" for name in node.names}
     return found
 
@@ -247,7 +256,7 @@ def body_problems(
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 if f"import:{_dump(node)}" not in allowed:
                     found.append((line, "an import"))
-            elif isinstance(node, ast.Global | ast.Nonlocal) and any(
+            elif isinstance(node, ast.Global) and any(
                 f"global:{name}" not in allowed for name in node.names
             ):
                 found.append((line, "`global`"))
