@@ -60,7 +60,7 @@ def main() -> int:
     order = json.loads(sys.stdin.readline())
     sys.stdin.close()
     record = signer(bytes.fromhex(order.pop("secret")))
-    sys.path[:1] = order["path"]  # in place of this script's folder: the tree first
+    sys.path[:0] = order["path"]  # -I put neither this folder nor the current one there
     import pytest  # from the path just made, after the secret is out of reach
 
     return int(pytest.main(order["argv"], plugins=[Results(record)]))
