@@ -123,20 +123,13 @@ def outline(tree: ast.Module, emptied: Iterable[str]) -> list[Item]:
 
 
 def _strip_docstrings(node: ast.stmt) -> ast.AST:
-    """The statement as dumped: the docstrings of the functions and classes in it left out."""
-    copy = ast.parse(ast.unparse(node)).body[0] if _has_docstrings(node) else node
-    for inner in ast.walk(copy):
+    """The statement as dumped: the docstrings of the functions and classes in it left out
+    (of a copy: the tree stays as it was)."""
+    plain = copy.deepcopy(node)
+    for inner in ast.walk(plain):
         if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             inner.body = _without_docstring(inner.body) or [ast.Pass()]
-    return copy
-
-
-def _has_docstrings(node: ast.AST) -> bool:
-    return any(
-        isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-        and _without_docstring(inner.body) is not inner.body
-        for inner in ast.walk(node)
-    )
+    return plain
 
 
 def compare_outlines(path: str, mine: list[Item], theirs: list[tuple[str, str]]) -> list[str]:
