@@ -62,6 +62,9 @@ SENTENCES: dict[str, dict[str, str]] = {
         "problem.elsewhere": "{module} was imported from {file}, not from the workspace",
         "problem.no-proof": "no record of where the code under test was imported from",
         "results.unsigned": "results: {count} record(s) the check did not write",
+        "code.outside": "{path}:{line}: {what} (only the emptied bodies are yours)",
+        "code.removed": "{path}: {what} removed (only the emptied bodies are yours)",
+        "code.body": "{path}:{line}: {what} in {function}: not something this exercise needs",
         "results.twice": "results: {what} reported twice",
         "results.unknown": "results: {test} is not a test of the exercise",
         "reason.missing": "{test} did not run",
@@ -143,6 +146,9 @@ SENTENCES: dict[str, dict[str, str]] = {
         "problem.elsewhere": "{module} 是从 {file} 导入的，不是从工作区",
         "problem.no-proof": "没有记录被测代码是从哪里导入的",
         "results.unsigned": "结果：有 {count} 条记录不是检查写下的",
+        "code.outside": "{path}:{line}：{what}（只有被清空的函数体是你写的）",
+        "code.removed": "{path}：{what} 被删除了（只有被清空的函数体是你写的）",
+        "code.body": "{path}:{line}：{function} 中的 {what}：这个练习用不到它",
         "results.twice": "结果：{what} 被报告了两次",
         "results.unknown": "结果：{test} 不是这个练习的测试",
         "reason.missing": "{test} 没有运行",
@@ -179,7 +185,7 @@ SENTENCES: dict[str, dict[str, str]] = {
 
 #: The sentences a result or an error keeps in English (why a task failed, which file
 #: was changed, what went wrong): `again` says them in the reader's language.
-KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.")
+KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.", "code.")
 FIELD = re.compile(r"\{(\w+)\}")
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from shared.tools.exercises import workspace
 from shared.tools.exercises.bodies import FunctionNode
 from shared.tools.exercises.catalog import ROOT, Exercise
+from shared.tools.exercises.messages import say
 
 #: Modules that reach past the code under test: the interpreter, processes, files, the
 #: test runner, code made from text.  Refused as names and as attributes.
@@ -136,13 +137,15 @@ def compare_outlines(path: str, mine: list[Item], theirs: list[tuple[str, str]])
     """What the student's outline changed from the handout's (label and digest pairs)."""
     for index, item in enumerate(mine):
         if index >= len(theirs):
-            return [f"{path}:{item.line}: {item.label} added (only the emptied bodies are yours)"]
+            what = f"{item.label} added"
+            return [say("en", "code.outside", path=path, line=item.line, what=what)]
         label, digest = theirs[index]
         if item.digest != digest:
-            what = "changed" if item.label == label else f"added before {label}"
-            return [f"{path}:{item.line}: {item.label} {what} (only the emptied bodies are yours)"]
+            how = "changed" if item.label == label else f"added before {label}"
+            what = f"{item.label} {how}"
+            return [say("en", "code.outside", path=path, line=item.line, what=what)]
     if len(theirs) > len(mine):
-        return [f"{path}: {theirs[len(mine)][0]} removed (only the emptied bodies are yours)"]
+        return [say("en", "code.removed", path=path, what=theirs[len(mine)][0])]
     return []
 
 
@@ -254,7 +257,7 @@ def body_problems(
             ):
                 found.append((line, "`global`"))
     return [
-        f"{path}:{line}: {what} in {qualname}: not something this exercise needs"
+        say("en", "code.body", path=path, line=line, what=what, function=qualname)
         for line, what in sorted(set(found))
     ]
 
