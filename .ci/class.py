@@ -7,7 +7,9 @@
    (PIP_NO_INDEX=1, no find-links, no pip configuration file), and leaves the copied
    files as they were.
 3. Wheelhouse: `nox -s wheelhouse -- DIR` fills DIR for every system and Python; a new
-   copy installs nox and the class's environment from it with no index at all.
+   copy installs nox and the class's environment from it with no index at all; and a
+   handout of s2-future, set up by its own README's commands (the offline install from
+   DIR), checks with no index: every task failed, unsolved.
 
 Run by .ci/run as `python3 .ci/class.py`; needs nox in the Python that runs it.
 """
@@ -158,6 +160,25 @@ def wheelhouse(work: Path) -> None:
     crawl = [python, "-m", "nox", "-s", "stage3", "--", "--site-pages", "6", "-q"]
     status, output = run(crawl, copy, offline_environment())
     check(status == 0 and "Finished 7 urls" in output, "a crawl after it", output)
+    handout_offline(work, folder, [python, "-m", "nox"], copy)
+
+
+def handout_offline(work: Path, wheels: Path, nox: Sequence[str], repo: Path) -> None:
+    """A handout set up by its README's own commands, offline from ``wheels``, then checked."""
+    made = work / "handout-s2-future"
+    status, output = run([*nox, "-s", "exercise", "--", "handout", "s2-future", str(made)], repo)
+    check(status == 0, "a handout of s2-future", output)
+    readme = (made / "README.md").read_text(encoding="utf-8")
+    blocks = [block.splitlines() for block in readme.split("```sh\n")[1:]]
+    commands = [line.split("  #")[0].strip() for block in blocks for line in block]
+    linux = commands[: commands.index("```")]  # the first block: Linux and macOS
+    offline = next(c for c in commands if "--no-index --find-links DIR" in c)
+    first_check = next(c for c in commands if c.startswith("python -m shared.tools.exercises"))
+    steps = [c for c in linux if "pip install" not in c]
+    steps += [offline.replace("DIR", str(wheels)), first_check]
+    status, output = run(["sh", "-c", " && ".join(steps)], made, offline_environment())
+    said = "0 of 3 tasks passed" in output
+    check(status == 1 and said, f"the handout's README, offline: {' && '.join(steps)}", output)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -7,16 +7,19 @@ This plugin, active for the tests in this folder only, does four things:
   will ever wake, becomes a failed test that says so, instead of a check that never
   ends.  Where there are no POSIX interval timers (Windows), only the whole check's
   limit applies.
-- Under `python -m shared.tools.exercises check`, which names a results file in the
-  environment, it writes what happened to each test there, one JSON object a line,
-  as it happens: a check stopped from outside keeps what was already written.
+- Under `python -m shared.tools.exercises check`, whose runner (shared/tools/exercises/
+  runner.py) gives pytest a plugin named `exercise-results`, it sends what happened to
+  each test through that plugin, one record at a time, as it happens: a check stopped
+  from outside keeps what was already sent.  The plugin signs each record and writes
+  it to a pipe only `check` reads; nothing about it is in the environment or on disk.
 - Under `check` again, it proves that the code under test came from the workspace and
   not from the repository: it records the file of every module of the crawlers that
   was imported, and stops the run if one lies outside the workspace.
 - Under `check --task N`, it keeps task N's tests and leaves the others out.
 
-The names of the environment variables are the tool's (shared/tools/exercises/checking.py),
-written twice because a workspace has this file but not the tool.
+The names of the environment variables and of the plugin are the tool's
+(shared/tools/exercises/checking.py and runner.py), written twice because a workspace
+has this file but not always the tool.
 
 Why not pytest-timeout and pytest-reportlog: the limit here knows the tasks (a task that
 ran out of time fails its other tests unrun) and says one sentence to a student, where
@@ -29,19 +32,18 @@ this one.  Both would be one more dependency in every handout for less than this
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 
-RESULTS_ENV = "EXERCISE_RESULTS"  # the file `check` reads the results from
+RESULTS_PLUGIN = "exercise-results"  # the plugin `check` reads the results from
 WORKSPACE_ENV = "EXERCISE_WORKSPACE"  # the workspace every module under test must come from
 TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"  # seconds per test, instead of the default
 ONLY_TASK_ENV = "EXERCISE_ONLY_TASK"  # `check --task N`: run that task's tests alone
@@ -109,12 +111,30 @@ def task_of(item: pytest.Item) -> int | None:
     return number if isinstance(number, int) else None
 
 
+_sinks: list[Callable[[dict[str, Any]], None]] = []  # the results plugin's, under `check`
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `check`, find the plugin its runner gave pytest, by name."""
+    _sinks[:] = [
+        plugin.record
+        for plugin in config.pluginmanager.get_plugins()
+        if getattr(plugin, "name", None) == RESULTS_PLUGIN
+    ][:1]
+
+
 def record(entry: dict[str, Any]) -> None:
-    """Append one JSON line to the results file, if `check` asked for one."""
-    path = os.environ.get(RESULTS_ENV)
-    if path:
-        with open(path, "a", encoding="utf-8") as file:
-            file.write(json.dumps(entry) + "\n")
+    """Send one record to `check`, if this run is one of its checks."""
+    for sink in _sinks:
+        sink(entry)
+
+
+def outcome_of(call: pytest.CallInfo[None]) -> str:
+    """passed, skipped or failed: read from what the phase raised, not from the report,
+    whose class code under test could have patched."""
+    if call.excinfo is None:
+        return "passed"
+    return "skipped" if call.excinfo.errisinstance(pytest.skip.Exception) else "failed"
 
 
 def first_party_modules() -> dict[str, str]:
@@ -203,16 +223,17 @@ def pytest_runtest_makereport(
     task = task_of(item)
     if task is not None and call.excinfo and call.excinfo.errisinstance(TimeLimitExceeded):
         _timed_out.add((item.path, task))
-    if task is not None and report.failed:
+    outcome = outcome_of(call)
+    if task is not None and outcome == "failed":
         _failed.add((item.path, task))
     record(
         {
             "event": "report",
             "id": item.nodeid,
             "task": task,
-            "when": report.when,
-            "outcome": report.outcome,
-            "reason": short_reason(call) if report.outcome != "passed" else "",
+            "when": call.when,
+            "outcome": outcome,
+            "reason": short_reason(call) if outcome != "passed" else "",
         }
     )
     return report

@@ -4,18 +4,32 @@ The tests never run in the workspace itself.  They run in a scratch copy of it, 
 which the files that judge the exercise (the tests, their conftest and support files,
 the test site: see manifest.py) are put as the repository has them, or, in a handout,
 as the manifest vouches for them: a test the student edited, or a conftest.py the
-student added, takes no part.  The pytest subprocess's working directory is that copy,
-and its only PYTHONPATH entry, so `import stage1_callbacks` finds the student's code.
-tests/exercises/conftest.py bounds each test in time and writes a JSON line per test
-phase to a results file; this module reads that file, checks the recorded proof that
-the code under test came from the copy, and groups the tests by task.  A task passes
-when every one of its tests passed.
+student added, takes no part.  pytest runs in `python -I runner.py` (runner.py says how):
+the copy is its working directory and the first folder of its path, so `import
+stage1_callbacks` finds the student's code.  tests/exercises/conftest.py bounds each
+test in time and sends a record per test phase through the runner, which signs it with
+a secret made for this run alone and writes it to a pipe this module reads.  This module
+counts only signed records, one verdict per test phase, for the tests the teacher's copy
+of the test module defines; checks the recorded proof that the code under test came
+from the copy; and groups the tests by task.  A task passes when every one of its tests
+passed.  Anything else in the records (an unsigned line, a second verdict, a test the
+module does not define) marks the results as tampered with, and scores nothing.
+
+With ``isolated`` (what `grade` asks for), the interpreter is the base Python outside
+any virtualenv, run with `-I -S`: the path is the scratch copy and a folder of the
+packages the checks need (grading.py makes it), and the environment keeps no variable
+that names a folder of the teacher's (`outside`).  From there no reference solution can
+be found.
 """
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -32,13 +46,13 @@ from shared.tools.exercises.catalog import Exercise, tasks_in
 from shared.tools.exercises.messages import again, say
 
 # The environment variables tests/exercises/conftest.py reads: its own copy of the names.
-RESULTS_ENV = "EXERCISE_RESULTS"
 WORKSPACE_ENV = "EXERCISE_WORKSPACE"
 TIME_LIMIT_ENV = "EXERCISE_TIME_LIMIT"
 ONLY_TASK_ENV = "EXERCISE_ONLY_TASK"
 #: The student's code, copied into the scratch tree as it is.
 PACKAGES = ("shared", "stage1_callbacks", "stage2_generators", "stage3_asyncio")
 DEFAULT_TIME_LIMIT = 20.0
+RUNNER = Path(__file__).resolve().with_name("runner.py")
 
 
 @dataclass
@@ -116,17 +130,67 @@ def default_total_limit(time_limit: float) -> float:
     return 10 * time_limit + 60
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """The JSON lines the plugin wrote; a last line cut short by a kill is left out."""
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+def read_records(text: str, secret: bytes) -> tuple[list[dict[str, Any]], int]:
+    """The records the runner signed with ``secret``, and how many lines it did not sign.
+
+    A last line cut short by a kill is left out, and not counted.
+    """
+    records, forged = [], 0
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            signed = json.loads(line)
+            mac = hmac.new(secret, signed["record"].encode(), hashlib.sha256).hexdigest()
+            if not hmac.compare_digest(mac, signed["mac"]):
+                raise ValueError("not signed with the secret")
+            records.append(json.loads(signed["record"]))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            cut = number == len(lines) - 1 and not line.endswith("\n")
+            forged += 0 if cut or not line.strip() else 1
+    return records, forged
+
+
+def test_functions(test_module: str) -> dict[str, frozenset[int]]:
+    """Each test function of the teacher's test module, and the tasks it may be marked with:
+    the one its decorators name, or where they name none (the marks are on its parameters,
+    say) any task of the module."""
+    every = frozenset(tasks_in(test_module))
+    functions: dict[str, frozenset[int]] = {}
+    for node in ast.parse(test_module).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "test"
+        ):
+            named = tasks_in("\n".join(ast.unparse(d) for d in node.decorator_list))
+            functions[node.name] = frozenset(named) if len(named) == 1 else every
+    return functions
+
+
+def forgeries(
+    records: list[dict[str, Any]], forged: int, expected: dict[str, frozenset[int]] | None
+) -> list[str]:
+    """What in the records no honest run writes: unsigned lines, a second list of tests or a
+    second verdict on a test phase, a test the teacher's module does not define."""
+    found = [say("en", "results.unsigned", count=forged)] if forged else []
+    collected = [r for r in records if r.get("event") == "collected"]
+    if len(collected) > 1:
+        found.append(say("en", "results.twice", what="the list of tests"))
+    seen: set[tuple[str, str]] = set()
+    ids = {t["id"] for c in collected for t in c["tests"]}
+    for entry in records:
+        if entry.get("event") != "report":
             continue
-    return records
+        phase = (entry["id"], entry["when"])
+        if phase in seen:
+            found.append(say("en", "results.twice", what=f"{entry['id']} ({entry['when']})"))
+        elif entry["id"] not in ids:
+            found.append(say("en", "results.unknown", test=entry["id"]))
+        seen.add(phase)
+    if expected is not None:
+        for test in collected[-1]["tests"] if collected else []:
+            function = test["id"].partition("::")[2].partition("[")[0]
+            if test["task"] not in expected.get(function, ()):
+                found.append(say("en", "results.unknown", test=test["id"]))
+    return found[:3]
 
 
 def judge(
@@ -136,6 +200,8 @@ def judge(
     workspace: Path,
     stopped: str | None,
     every_module: bool = True,
+    expected_tests: dict[str, frozenset[int]] | None = None,
+    forged: int = 0,
 ) -> CheckResult:
     """Turn the plugin's records into a verdict per task.
 
@@ -143,7 +209,9 @@ def judge(
     task whose tests never ran is still reported (failed).  ``stopped`` says why the
     run was cut short, if it was.  ``every_module``: each module the exercise empties
     must have been imported (not so when one task's tests ran alone: task 1 of per-host
-    is stage 1's alone).
+    is stage 1's alone).  ``expected_tests`` are the teacher's test functions and their
+    tasks (`test_functions`): each of them that did not run fails its task, and a test
+    that is not one of them, like ``forged`` unsigned lines, marks the results tampered.
     """
     problems: list[str] = []
     tasks = {n: TaskResult(n) for n in expected_tasks}
@@ -199,7 +267,17 @@ def judge(
                 problems.append(say("en", "problem.elsewhere", module=target.module, file=file))
     elif tests:
         problems.append(say("en", "problem.no-proof"))
-    return CheckResult(sorted(tasks.values(), key=lambda t: t.number), problems)
+    ran = {t["id"].partition("::")[2].partition("[")[0] for t in tests}
+    for function, numbers in (expected_tests or {}).items():
+        for number in numbers & set(tasks) if function not in ran else ():
+            tasks[number].fail(say("en", "reason.missing", test=function))
+    result = CheckResult(sorted(tasks.values(), key=lambda t: t.number), problems)
+    result.tampered = forgeries(records, forged, expected_tests)
+    if result.tampered:
+        for task in result.tasks:
+            task.fail(say("en", "reason.forged"))
+            task.reasons.insert(0, task.reasons.pop())
+    return result
 
 
 def judging_tree(exercise: Exercise, workspace: Path, pristine: Path, into: Path) -> None:
@@ -221,40 +299,61 @@ def run_check(
     verbose: bool = False,
     pristine: Path | None = None,
     only_task: int | None = None,
+    isolated: Path | None = None,
 ) -> CheckResult:
     """Run the exercise's tests on the workspace's code and judge them.
 
     ``pristine`` holds the judging files to use (by default the workspace's own, which
     the caller has checked against the manifest); ``only_task`` runs one task's tests.
+    ``isolated`` is a folder of the packages the checks need: given, the tests run in
+    the base Python with that folder and the scratch copy alone on the path.
     """
     workspace = workspace.resolve()
     pristine = workspace if pristine is None else pristine.resolve()
     total = default_total_limit(time_limit) if total_limit is None else total_limit
-    expected = tasks_in((pristine / exercise.tests).read_text(encoding="utf-8"))
+    module = (pristine / exercise.tests).read_text(encoding="utf-8")
+    expected = tasks_in(module)
+    functions = test_functions(module)
     if only_task is not None:
         expected = [n for n in expected if n == only_task]
+        functions = {name: n & {only_task} for name, n in functions.items() if only_task in n}
     with tempfile.TemporaryDirectory(prefix="exercise-check-") as scratch:
         tree = Path(scratch, "tree").resolve()
         judging_tree(exercise, workspace, pristine, tree)
-        results = Path(scratch) / "results.jsonl"
+        runner = Path(scratch, "runner.py")
+        shutil.copyfile(RUNNER, runner)
         env = dict(os.environ)
         env.pop(ONLY_TASK_ENV, None)
         env.update(
             {
-                "PYTHONPATH": str(tree),  # the code under test and nothing else: it wins
                 "PYTHONDONTWRITEBYTECODE": "1",
-                RESULTS_ENV: str(results),
                 WORKSPACE_ENV: str(tree),
                 TIME_LIMIT_ENV: f"{time_limit:g}",
             }
         )
         if only_task is not None:
             env[ONLY_TASK_ENV] = str(only_task)
-        argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", exercise.tests]
+        python, flags, path = sys.executable, ["-I"], [str(tree)]
+        if isolated is not None:
+            python, flags = base_python(), ["-I", "-S"]
+            path.append(str(isolated))
+            env = outside(env, pristine)
+        secret = secrets.token_bytes(32)
+        argv = ["-p", "no:cacheprovider", exercise.tests]
         argv += ["-v", "--tb=short"] if verbose else ["-q", "--tb=no", "--no-header"]
-        stopped, output = _run(argv, tree, env, total)
-        records = read_records(results)
-        result = judge(records, expected, exercise, tree, stopped, every_module=only_task is None)
+        order = {"path": path, "argv": argv, "secret": secret.hex()}
+        stopped, signed, output = _run([python, *flags, str(runner)], tree, env, total, order)
+        records, forged = read_records(signed, secret)
+        result = judge(
+            records,
+            expected,
+            exercise,
+            tree,
+            stopped,
+            every_module=only_task is None,
+            expected_tests=functions,
+            forged=forged,
+        )
         result.ran = bool(records) or stopped is not None
     # Speak of the student's files, not of the scratch copy that is gone now.
     output = output.replace(str(tree), str(workspace))
@@ -270,11 +369,39 @@ def run_check(
     return result
 
 
-def _run(argv: list[str], cwd: Path, env: dict[str, str], limit: float) -> tuple[str | None, str]:
-    """Run pytest with an outer time limit; return why it was stopped (or None) and its output.
+def base_python() -> str:
+    """The Python this one's virtualenv (if any) was made from: it lives outside the clone."""
+    return getattr(sys, "_base_executable", None) or sys.executable
 
-    The child leads a process group of its own, so that a kill on time takes whatever
-    it started (a server, a crawler) with it.
+
+#: What the isolated environment keeps of the teacher's: the language, the time zone, the
+#: temporary folder, and what Windows needs to start a process.  Nothing that names a
+#: folder the teacher works in (a clone, a virtualenv, the current folder).
+KEPT_VARIABLES = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
+
+
+def outside(env: dict[str, str], clone: Path) -> dict[str, str]:
+    """The environment for an isolated run: KEPT_VARIABLES (where they do not name
+    ``clone``), the check's own EXERCISE_ variables, and the system's default PATH."""
+    where = str(clone.resolve())
+    kept = {
+        name: value
+        for name, value in env.items()
+        if (name in KEPT_VARIABLES or name.startswith("EXERCISE_")) and where not in value
+    }
+    kept["PATH"] = os.defpath
+    return kept
+
+
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str], limit: float, order: dict[str, Any]
+) -> tuple[str | None, str, str]:
+    """Run the runner with an outer time limit; return why it was stopped (or None), the
+    signed records it wrote, and pytest's output.
+
+    ``order`` goes to the runner's standard input, the only place it is written.  The child
+    leads a process group of its own, so that a kill on time takes whatever it started (a
+    server, a crawler) with it.
     """
     posix = os.name == "posix"
     started = time.monotonic()
@@ -282,19 +409,22 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], limit: float) -> tuple
         argv,
         cwd=cwd,
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.PIPE,
         text=True,
+        encoding="utf-8",
+        errors="replace",
         start_new_session=posix,
     ) as proc:
         try:
-            output, _ = proc.communicate(timeout=limit)
-            return None, output or ""
+            signed, output = proc.communicate(json.dumps(order) + "\n", timeout=limit)
+            return None, signed or "", output or ""
         except subprocess.TimeoutExpired:
             if posix:
                 os.killpg(proc.pid, signal.SIGKILL)
             else:
                 proc.kill()
-            output, _ = proc.communicate()
+            signed, output = proc.communicate()
             spent = time.monotonic() - started
-            return say("en", "limit.whole", seconds=f"{spent:.0f}"), output or ""
+            return say("en", "limit.whole", seconds=f"{spent:.0f}"), signed or "", output or ""

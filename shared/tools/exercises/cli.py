@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -127,6 +128,11 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("name", metavar="NAME")
     grade.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
     grade.add_argument("--csv", type=Path, metavar="PATH", help="write the table as CSV too")
+    grade.add_argument(
+        "--diff",
+        action="store_true",
+        help="after the table, what each student wrote: a diff of each body from the handout's",
+    )
     add_time_limits(grade, "each student's check")
     return top
 
@@ -271,11 +277,17 @@ def do_grade(exercise: Exercise, args: argparse.Namespace) -> int:
     if workspace.in_handout():
         raise Usage("grade from the repository: its tests are the ones that judge")
     total = args.total_limit or checking.default_total_limit(args.time_limit)
-    rows = []
-    for folder in args.dirs:
-        rows.append(grading.grade_one(exercise, folder, args.time_limit, total))
-        print(f"graded {folder}: {rows[-1].total} of {rows[-1].most}", file=sys.stderr)
+    rows, diffs = [], []
+    with tempfile.TemporaryDirectory(prefix="exercise-grade-") as scratch:
+        teacher = grading.Teacher(exercise, Path(scratch))
+        for folder in args.dirs:
+            rows.append(grading.grade_one(exercise, folder, args.time_limit, total, teacher))
+            print(f"graded {folder}: {rows[-1].total} of {rows[-1].most}", file=sys.stderr)
+            if args.diff and workspace.read_marker(folder.resolve()) is not None:
+                diffs.append(grading.bodies_diff(exercise, folder, teacher))
     print(grading.table(exercise, rows), end="")
+    for diff in diffs:
+        print("\n" + diff, end="")
     if args.csv is not None:
         args.csv.parent.mkdir(parents=True, exist_ok=True)
         args.csv.write_text(grading.as_csv(exercise, rows), encoding="utf-8")

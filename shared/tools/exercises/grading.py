@@ -1,23 +1,40 @@
 """`grade NAME DIR [DIR ...]`: re-grade a class with the repository's own tests.
 
-Each folder (a student's workspace or clone of a handout) is judged as `check` judges
-it, with the judging files taken from the repository whatever the folder holds, and
-with a time limit of its own: a student whose code loops forever is stopped, failed,
-and the next student's turn comes.  The points are those the repository's tests give;
-the tampered column names what the student changed among the files that judge, which
-gained them nothing but is worth a word.
+Each folder (a student's workspace or clone of a handout) is first compared with the
+teacher's copy: what `start` or `handout` makes now, from this repository.  Every file
+but the student's own must be the teacher's (the manifest the folder holds has no say),
+and the student's own file must differ from the handout only in the emptied bodies, and
+there only as far as a solution needs (studentfile.py).  A folder with anything else
+is tampered: the tampered column names each file, and line, and the folder scores 0.
+
+The others are judged as `check` judges them, with the judging files taken from the
+repository, in a scratch folder outside it, by the base Python with nothing but the
+student's code and a copy of the packages the checks need on its path: no reference
+solution is within reach.  Each has a time limit of its own: a student whose code loops
+forever is stopped, failed, and the next student's turn comes.
 """
 
 from __future__ import annotations
 
 import csv
+import difflib
+import importlib.metadata
 import io
-from dataclasses import dataclass
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.tools.exercises import checking, handout, manifest, workspace
+from shared.tools.exercises import checking, handout, manifest, studentfile, workspace
+from shared.tools.exercises.bodies import BodyError, body_text
 from shared.tools.exercises.catalog import ROOT, Exercise, tasks_in
+from shared.tools.exercises.messages import say
 from shared.tools.exercises.reports import graded
+
+#: What a student's folder may hold beside the teacher's files: what its .gitignore keeps
+#: out (handout.GITIGNORE), and git's own folder.
+LEFT_ALONE = ("__pycache__", ".pytest_cache", ".before-solve", ".venv", ".git")
 
 
 @dataclass
@@ -41,11 +58,131 @@ def tampering(exercise: Exercise, folder: Path, pristine: Path | None = ROOT) ->
     """
     extra = handout.protected(exercise) if pristine and handout.is_handout(folder) else None
     expected, missing = manifest.expected_digests(exercise, folder, pristine, extra)
-    return missing or manifest.tampered(folder, expected, manifest.WATCHED)
+    found = missing or manifest.tampered(folder, expected, manifest.WATCHED)
+    return found + code_tampering(exercise, folder, pristine)
 
 
-def grade_one(exercise: Exercise, given: Path, time_limit: float, total_limit: float) -> Row:
-    """Judge one folder with the repository's tests, within ``total_limit`` seconds."""
+def code_tampering(exercise: Exercise, folder: Path, pristine: Path | None = ROOT) -> list[str]:
+    """What the student's own files do beyond the emptied bodies (studentfile.py).
+
+    From the repository, its files say what the handout was; in a handout, its manifest.
+    """
+    if pristine is not None:
+        known = studentfile.facts(exercise)
+    else:
+        known = manifest.read_code(folder)
+        if known is None or not studentfile.readable(known):
+            return [say("en", "file.no-outline", path=manifest.MANIFEST)]
+    return studentfile.judge_folder(folder, known)
+
+
+def files_of(folder: Path) -> dict[str, str]:
+    """The digest of every file in ``folder``, by path, what the student may leave out."""
+    found = {}
+    for path in folder.rglob("*"):
+        relative = path.relative_to(folder)
+        if set(relative.parts) & set(LEFT_ALONE) or path.suffix in (".pyc", ".pyo"):
+            continue
+        if path.is_symlink():  # a link is never what the teacher handed out
+            found[relative.as_posix()] = "a link"
+        elif path.is_file():
+            found[relative.as_posix()] = manifest.digest(path.read_bytes())
+    return found
+
+
+@dataclass
+class Teacher:
+    """What grading a class needs once: the teacher's copies, and the packages' folder."""
+
+    exercise: Exercise
+    scratch: Path
+    copies: dict[tuple[bool, str], dict[str, str]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # the handout's student files
+
+    def copy(self, is_handout: bool, lang: str) -> dict[str, str]:
+        """The digests of what `handout` (or `start`, in ``lang``) makes now, by path."""
+        key = (is_handout, "en" if is_handout else lang)
+        if key not in self.copies:
+            folder = self.scratch / f"copy-{len(self.copies)}"
+            if is_handout:
+                handout.make(self.exercise, folder)
+            else:
+                workspace.start(self.exercise, folder, lang=key[1])
+            self.copies[key] = files_of(folder)
+            for target in self.exercise.replace:
+                self.texts[target.path] = (folder / target.path).read_text(encoding="utf-8")
+        return self.copies[key]
+
+    @property
+    def site(self) -> Path:
+        """A folder of the packages the checks need, copied out of this environment."""
+        folder = self.scratch / "site"
+        if not folder.exists():
+            packages(folder)
+        return folder
+
+
+def against_teacher(exercise: Exercise, folder: Path, teacher: Teacher) -> list[str]:
+    """Every file but the student's own that differs from the teacher's copy, by name."""
+    marker = workspace.read_marker(folder) or {}
+    lang = marker.get("lang") if isinstance(marker.get("lang"), str) else "en"
+    theirs = teacher.copy(handout.is_handout(folder), str(lang))
+    mine = files_of(folder)
+    own = {target.path for target in exercise.replace} | {workspace.MARKER}
+    found = []
+    for path in sorted((set(theirs) | set(mine)) - own):
+        if path not in mine:
+            found.append(say("en", "file.removed", path=path))
+        elif path not in theirs:
+            found.append(say("en", "file.added", path=path))
+        elif mine[path] != theirs[path]:
+            found.append(say("en", "file.changed", path=path))
+    return found
+
+
+def packages(into: Path) -> None:
+    """Copy the packages requirements.txt names, and theirs, out of this environment.
+
+    Hard links where the system allows (no bytes copied, no path back to where they
+    came from), copies elsewhere.  Only what each distribution installed beside its
+    modules is taken: its scripts and data stay where they are.
+    """
+    into.mkdir(parents=True)
+    todo = [line for line in handout.requirements().splitlines() if line and line[0] != "#"]
+    done: set[str] = set()
+    while todo:
+        spec = todo.pop()
+        name, _, marker = spec.partition(";")
+        name = re.split(r"[\s<>=!~\[(]", name.strip(), maxsplit=1)[0]
+        if "extra ==" in marker or name.lower() in done:
+            continue
+        done.add(name.lower())
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue  # a dependency of another system or Python: not this one's
+        base = Path(str(dist.locate_file(""))).resolve()
+        for file in dist.files or []:
+            source = Path(str(dist.locate_file(file))).resolve()
+            if base not in source.parents or source.suffix in (".pyc",):
+                continue
+            target = into / source.relative_to(base)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_file() and not target.exists():
+                try:
+                    os.link(source, target)
+                except OSError:
+                    shutil.copyfile(source, target)
+        todo += dist.requires or []
+
+
+def grade_one(
+    exercise: Exercise, given: Path, time_limit: float, total_limit: float, teacher: Teacher
+) -> Row:
+    """Judge one folder with the repository's tests, within ``total_limit`` seconds.
+
+    A tampered folder is not run: it scores 0, and the tampered column says why.
+    """
     tasks = tasks_in((ROOT / exercise.tests).read_text(encoding="utf-8"))
     most = sum(exercise.points(n) for n in tasks)
     folder = given.resolve()
@@ -53,15 +190,39 @@ def grade_one(exercise: Exercise, given: Path, time_limit: float, total_limit: f
     marker = workspace.read_marker(folder)
     if marker is None or marker["exercise"] != exercise.name:
         return Row(str(given), zero, 0, most, [], f"not a workspace of {exercise.name}")
+    tampered = against_teacher(exercise, folder, teacher) + code_tampering(exercise, folder)
+    if tampered:
+        return Row(str(given), zero, 0, most, tampered)
     result = checking.run_check(
-        exercise, folder, time_limit, total_limit, pristine=ROOT, only_task=None
+        exercise, folder, time_limit, total_limit, pristine=ROOT, isolated=teacher.site
     )
     points = {task.number: task.points for task in graded(exercise, result)}
-    row = Row(
-        str(given), {**zero, **points}, sum(points.values()), most, tampering(exercise, folder)
-    )
+    row = Row(str(given), {**zero, **points}, sum(points.values()), most, result.tampered)
     row.problem = "; ".join(result.problems)
     return row
+
+
+def bodies_diff(exercise: Exercise, given: Path, teacher: Teacher) -> str:
+    """What the student wrote: each emptied function's body, as a diff from the handout's."""
+    folder = given.resolve()
+    teacher.copy(handout.is_handout(folder), "en")
+    lines: list[str] = []
+    for target in exercise.replace:
+        try:
+            mine = body_text((folder / target.path).read_text(encoding="utf-8"), target.qualname)
+        except (OSError, SyntaxError, BodyError) as error:
+            lines.append(f"--- {given}/{target}: cannot be read ({error})\n")
+            continue
+        theirs = body_text(teacher.texts[target.path], target.qualname)
+        name = f"{given}/{target.path}:{target.qualname}"
+        diff = difflib.unified_diff(
+            theirs.splitlines(keepends=True),
+            mine.splitlines(keepends=True),
+            f"handout {target}",
+            name,
+        )
+        lines += list(diff)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def table(exercise: Exercise, rows: list[Row]) -> str:

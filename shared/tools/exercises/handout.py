@@ -16,7 +16,7 @@ import textwrap
 import tomllib
 from pathlib import Path
 
-from shared.tools.exercises import manifest, workspace
+from shared.tools.exercises import manifest, studentfile, workspace
 from shared.tools.exercises.catalog import EXERCISES, ROOT, Exercise, task_titles, tasks_in
 
 TOOL = "python -m shared.tools.exercises"  # how the tool runs in a handout
@@ -103,12 +103,27 @@ exercise emptied. `INSTRUCTIONS.md` says what to write, task by task.
 
 ## Set up, once
 
-With Python 3.11 or newer:
+With Python 3.11 or newer, on Linux or macOS:
 
 ```sh
 python3 -m venv .venv
-. .venv/bin/activate          # on Windows: .venv\\Scripts\\activate
+. .venv/bin/activate
 python -m pip install -r requirements.txt
+```
+
+On Windows (`py` is the Python launcher; any 3.11 or newer will do):
+
+```sh
+py -3.12 -m venv .venv
+.venv\\Scripts\\activate
+python -m pip install -r requirements.txt
+```
+
+Without a network, from a folder of wheels your teacher gives you (`DIR`), the install
+is instead:
+
+```sh
+python -m pip install --no-index --find-links DIR -r requirements.txt
 ```
 
 ## Work
@@ -122,10 +137,13 @@ python -m pip install -r requirements.txt
 Commit and push your work: the workflow in `.github/workflows/` runs the same check,
 once per task, and gives each task its points.
 
-The tests and what they rely on (`tests/`, `shared/testsite/`, `pyproject.toml`) are
-not yours to change: `.exercise-hashes.json` records them, `check` names any file changed,
-removed or added there and scores nothing, and your teacher grades with the original
-tests.
+What is yours is the body of each function `INSTRUCTIONS.md` asks you to write, and
+nothing else. Every other line of that file, and every other file, is your teacher's: an
+import added at the top, code outside those functions, a changed test or workflow is
+named as tampering by `check` and by your teacher's `grade`, and scores nothing. Inside
+the functions, write what a solution needs: your own variables, loops and calls, the
+module's own names and Python's ordinary builtins (no imports, no `sys`, `os`, `exec`,
+`open` or the like).
 """
 
 
@@ -235,5 +253,5 @@ def make(exercise: Exercise, folder: Path) -> Path:
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         (folder / path).write_bytes(data)
     files = {**(manifest.read(folder) or {}), **protected(exercise)}
-    manifest.write(folder, files)
+    manifest.write(folder, files, studentfile.facts(exercise))
     return folder

@@ -11,7 +11,9 @@ pytest settings (pyproject.toml) and the test site with its oracle.  `check` the
   be: from the repository when the tool runs from it, or from the workspace itself
   when the tool runs in a handout (where they were just found equal to the manifest).
 
-A handout adds its own files to the manifest: the tool, the workflow, requirements.txt.
+A handout adds its own files to the manifest: the tool, the workflow, requirements.txt;
+and, under `code`, the outline of the student's own files and what the reference
+solutions use, so that `check` judges those files as code there too (studentfile.py).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from shared.tools.exercises.catalog import ROOT, Exercise
 from shared.tools.exercises.messages import say
@@ -60,10 +63,22 @@ def hashes(root: Path, paths: Iterable[str]) -> dict[str, str]:
     return {path: digest((root / path).read_bytes()) for path in paths}
 
 
-def write(folder: Path, files: Mapping[str, str]) -> None:
-    """Write the manifest: the digest of each protected file, by path."""
-    text = json.dumps({"files": dict(sorted(files.items()))}, indent=2) + "\n"
-    (folder / MANIFEST).write_text(text, encoding="utf-8")
+def write(folder: Path, files: Mapping[str, str], code: Mapping[str, Any] | None = None) -> None:
+    """Write the manifest: the digest of each protected file, by path, and in a handout
+    ``code``, what judging the student's own files needs (studentfile.facts)."""
+    data: dict[str, Any] = {"files": dict(sorted(files.items()))}
+    if code is not None:
+        data["code"] = dict(code)
+    (folder / MANIFEST).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def read_code(folder: Path) -> Any:
+    """What the manifest keeps for judging the student's own files, or None."""
+    try:
+        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("code") if isinstance(data, dict) else None
 
 
 def read(folder: Path) -> dict[str, str] | None:

@@ -54,12 +54,21 @@ SENTENCES: dict[str, dict[str, str]] = {
         "file.changed": "{path} (changed)",
         "file.removed": "{path} (removed)",
         "file.added": "{path} (added)",
+        "file.no-outline": "{path} (no outline of the files you write)",
         "file.no-manifest": "{path} (missing or unreadable)",
         # what went wrong outside the tasks
         "problem.unmarked": "tests without @pytest.mark.task(taskno=N): {tests}",
         "problem.never-imported": "the tests never imported {module}, which the exercise empties",
         "problem.elsewhere": "{module} was imported from {file}, not from the workspace",
         "problem.no-proof": "no record of where the code under test was imported from",
+        "results.unsigned": "results: {count} record(s) the check did not write",
+        "code.outside": "{path}:{line}: {what} (only the emptied bodies are yours)",
+        "code.removed": "{path}: {what} removed (only the emptied bodies are yours)",
+        "code.body": "{path}:{line}: {what} in {function}: not something this exercise needs",
+        "results.twice": "results: {what} reported twice",
+        "results.unknown": "results: {test} is not a test of the exercise",
+        "reason.missing": "{test} did not run",
+        "reason.forged": "not judged: the results were tampered with (see tampered)",
         "problem.pytest": "pytest said: {tail}",
         # lab
         "lab.which": "which lab? {command} lab {action} NAME (see {command} lab list)",
@@ -131,11 +140,20 @@ SENTENCES: dict[str, dict[str, str]] = {
         "file.changed": "{path}（被修改）",
         "file.removed": "{path}（被删除）",
         "file.added": "{path}（被新增）",
+        "file.no-outline": "{path}（没有你所写文件的大纲）",
         "file.no-manifest": "{path}（缺失或无法读取）",
         "problem.unmarked": "没有 @pytest.mark.task(taskno=N) 标记的测试：{tests}",
         "problem.never-imported": "测试从未导入 {module}，而练习清空的正是它",
         "problem.elsewhere": "{module} 是从 {file} 导入的，不是从工作区",
         "problem.no-proof": "没有记录被测代码是从哪里导入的",
+        "results.unsigned": "结果：有 {count} 条记录不是检查写下的",
+        "code.outside": "{path}:{line}：{what}（只有被清空的函数体是你写的）",
+        "code.removed": "{path}：{what} 被删除了（只有被清空的函数体是你写的）",
+        "code.body": "{path}:{line}：{function} 中的 {what}：这个练习用不到它",
+        "results.twice": "结果：{what} 被报告了两次",
+        "results.unknown": "结果：{test} 不是这个练习的测试",
+        "reason.missing": "{test} 没有运行",
+        "reason.forged": "未评判：结果被篡改了（见“被改动的评判文件”）",
         "problem.pytest": "pytest 说：{tail}",
         "lab.which": "哪个实验？{command} lab {action} NAME（见 {command} lab list）",
         "lab.wrote": "实验 {name}：写入了 {path}",
@@ -170,7 +188,7 @@ SENTENCES: dict[str, dict[str, str]] = {
 
 #: The sentences a result or an error keeps in English (why a task failed, which file
 #: was changed, what went wrong): `again` says them in the reader's language.
-KEPT = ("reason.", "limit.", "file.", "problem.", "error.")
+KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.", "code.")
 FIELD = re.compile(r"\{(\w+)\}")
 
 

@@ -1,0 +1,299 @@
+"""A grade of record the student's own files cannot fool (shared/tools/exercises/).
+
+- Each cheat of CHEATS, applied to an unsolved handout of s2-future, scores 0 and is
+  named in the tampered column by one `grade` of them all; the cheats written in the
+  student's own file score 0 even when `check`'s runner is reached without the
+  comparison of the file with the handout (the results channel and the isolated Python).
+- For every exercise, the reference solution and every wrong answer of the teachers'
+  catalogue are judged as code like any student's file: none is tampering.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import hmac
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from shared.tools.exercises import (
+    answers,
+    catalog,
+    checking,
+    grading,
+    handout,
+    manifest,
+    studentfile,
+)
+from shared.tools.exercises.bodies import put_bodies
+from shared.tools.exercises.cli import main
+
+pytestmark = pytest.mark.usefixtures("english_tool")  # the tool's sentences, in English
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = "s2-future"
+FUTURES = "stage2_generators/futures.py"
+
+#: pytest's report class made to read "passed" whatever the test did.
+PATCH = """\
+import _pytest.reports as _reports
+_made = _reports.TestReport.from_item_and_call.__func__
+def _passed(cls, item, call):
+    report = _made(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+_reports.TestReport.from_item_and_call = classmethod(_passed)
+"""
+
+#: At exit, a list of tests of the student's own, one a task, each with a "passed" record,
+#: appended to the results file the environment names (how `check` once took its results).
+ATEXIT = """\
+import atexit as _atexit, json as _json, os as _os
+def _all_passed():
+    path = _os.environ.get("EXERCISE_RESULTS")
+    if path:
+        tests = [{"id": f"forged::test_{n}", "task": n} for n in (1, 2, 3)]
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(_json.dumps({"event": "collected", "tests": tests}) + "\\n")
+            for test in tests:
+                for when in ("setup", "call", "teardown"):
+                    entry = {"event": "report", "id": test["id"], "task": test["task"],
+                             "when": when, "outcome": "passed", "reason": ""}
+                    file.write(_json.dumps(entry) + "\\n")
+_atexit.register(_all_passed)
+"""
+
+#: The reference module, looked for above sys.prefix and every folder the environment
+#: names, run in this module's place.
+EXEC = """\
+import os as _os, sys as _sys
+from pathlib import Path as _Path
+_starts = [_sys.prefix, _sys.executable, _os.getcwd(), *_sys.path]
+_starts += [v for value in _os.environ.values() for v in value.split(_os.pathsep)]
+for _start in _starts:
+    for _up in [_Path(_start), *_Path(_start).parents]:
+        _ref = _up / "stage2_generators" / "futures.py"
+        if _ref.is_file() and "NotImplementedError(" not in _ref.read_text():
+            exec(compile(_ref.read_text(), str(_ref), "exec"), globals())
+            break
+    else:
+        continue
+    break
+"""
+
+#: Under `check`, the tool's own process ends at once with status 0: a passed step.
+EXIT = """
+import os as _os, sys as _sys
+if "check" in _sys.argv:
+    _os._exit(0)
+"""
+
+
+@dataclass(frozen=True)
+class Cheat:
+    """One thing a student might do to an unsolved handout, and what grade must name."""
+
+    name: str
+    path: str  # the file it changes
+    named: str  # words the tampered column must hold
+    own_file: bool = True  # written in the student's own file: the runner is tried too
+
+    def apply(self, folder: Path) -> None:
+        """Do it to the handout in ``folder``."""
+        file = folder / self.path
+        text = file.read_text(encoding="utf-8")
+        if self.name == "patch-in-a-body":
+            body = "        " + PATCH.replace("\n", "\n        ").rstrip() + "\n"
+            body += "        raise NotImplementedError\n"
+            text = put_bodies(text, {"Future._finish": body})
+        elif self.name == "workflow-true":
+            text = re.sub(r"command: .*", "command: 'true'", text)
+            recorded = manifest.read(folder) or {}
+            recorded[self.path] = manifest.digest(text.encode())
+            manifest.write(folder, recorded, manifest.read_code(folder))
+        else:
+            text += "\n" + {"atexit": ATEXIT, "exec-reference": EXEC, "patch-at-import": PATCH}.get(
+                self.name, EXIT
+            )
+        file.write_text(text, encoding="utf-8")
+
+
+CHEATS = [
+    Cheat("atexit", FUTURES, f"{FUTURES}:"),
+    Cheat("exec-reference", FUTURES, f"{FUTURES}:"),
+    Cheat("patch-at-import", FUTURES, f"{FUTURES}:"),
+    Cheat("patch-in-a-body", FUTURES, "an import in Future._finish"),
+    Cheat("exit-under-check", "shared/__init__.py", "shared/__init__.py (changed)", False),
+    Cheat("workflow-true", handout.WORKFLOW, f"{manifest.MANIFEST} (changed)", False),
+]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """One `grade` of an unsolved handout per cheat: each folder's CSV row, by cheat."""
+    here = tmp_path_factory.mktemp("class")
+    for cheat in CHEATS:
+        handout.make(catalog.named(NAME), here / cheat.name)
+        cheat.apply(here / cheat.name)
+    table = here / "class.csv"
+    argv = ["grade", NAME, *(str(here / c.name) for c in CHEATS), "--csv", str(table)]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*argv, "--diff"]) == 0
+    with table.open(encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(file))
+    # --diff: after the table, each student's bodies against the handout's.
+    shown = out.getvalue()
+    assert f"+++ {here / 'patch-in-a-body'}/{FUTURES}:Future._finish" in shown
+    assert "+        _reports.TestReport.from_item_and_call = classmethod(_passed)" in shown
+    return {Path(row["folder"]).name: row for row in rows}
+
+
+@pytest.mark.parametrize("cheat", CHEATS, ids=lambda cheat: cheat.name)
+def test_a_cheat_on_an_unsolved_handout_scores_nothing_and_is_named(
+    cheat: Cheat, graded: dict[str, dict[str, str]], tmp_path: Path
+) -> None:
+    row = graded[cheat.name]
+    assert (row["total"], row["max"]) == ("0", "3")
+    assert cheat.named in row["tampered"], row["tampered"]
+    if not cheat.own_file:
+        return
+    # Past the comparison with the handout, the runner still gives the cheat nothing.
+    folder = tmp_path / "handout"
+    exercise = catalog.named(NAME)
+    handout.make(exercise, folder)
+    cheat.apply(folder)
+    # In the handout, check names it from the manifest's outline, and runs nothing.
+    ran = subprocess.run(
+        [sys.executable, "-m", "shared.tools.exercises", "check", NAME],
+        cwd=folder,
+        env=dict(os.environ, PYTHONPATH=""),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 2 and f"tampered: {FUTURES}:" in ran.stdout, ran.stdout
+    teacher = grading.Teacher(exercise, tmp_path / "teacher")
+    (tmp_path / "teacher").mkdir()
+    result = checking.run_check(exercise, folder, 10, 120, pristine=ROOT, isolated=teacher.site)
+    assert [task.passed for task in result.tasks] == [False, False, False]
+    assert result.ran and not result.problems and not result.tampered, result.problems
+
+
+def test_only_signed_records_count_once_each_for_the_teachers_tests(tmp_path: Path) -> None:
+    exercise = catalog.named(NAME)
+    module = (ROOT / exercise.tests).read_text(encoding="utf-8")
+    functions = checking.test_functions(module)
+    assert set(functions.values()) == {frozenset({1}), frozenset({2}), frozenset({3})}
+    key = b"k" * 32
+    tests = [{"id": f"{exercise.tests}::{name}", "task": min(n)} for name, n in functions.items()]
+    honest = [{"event": "collected", "tests": tests}]
+    honest += [
+        {"event": "modules", "files": {"stage2_generators.futures": str(tmp_path / FUTURES)}}
+    ]
+    for test in tests:
+        for when in ("setup", "call", "teardown"):
+            honest.append({"event": "report", "when": when, "outcome": "passed", **test})
+
+    def signed(records: list[dict[str, object]], secret: bytes = key) -> str:
+        lines = []
+        for record in records:
+            text = json.dumps(record, sort_keys=True)
+            mac = hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
+            lines.append(json.dumps({"record": text, "mac": mac}) + "\n")
+        return "".join(lines)
+
+    def verdict(text: str) -> checking.CheckResult:
+        records, forged = checking.read_records(text, key)
+        return checking.judge(
+            records, [1, 2, 3], exercise, tmp_path, None, expected_tests=functions, forged=forged
+        )
+
+    assert verdict(signed(honest)).passed
+    # Unsigned, signed with another secret, a verdict twice, a test of the student's own.
+    unsigned = json.dumps(honest[-1]) + "\n"
+    for text in [
+        signed(honest) + unsigned,
+        signed(honest) + signed(honest[-1:], b"x" * 32),
+        signed(honest) + signed(honest[-1:]),
+        signed([*honest, {"event": "report", "id": "t.py::test_mine", "when": "call"}]),
+    ]:
+        result = verdict(text)
+        assert result.tampered and not result.passed, text
+        assert all(task.reasons[0].startswith("not judged: the results") for task in result.tasks)
+    # A teacher's test that never ran fails its task, whatever else passed.
+    missing = [r for r in honest if tests[0]["id"] not in (r.get("id"), None)]
+    missing[0] = {"event": "collected", "tests": tests[1:]}
+    result = verdict(signed(missing))
+    assert not result.tampered and [t.passed for t in result.tasks] == [False, True, True]
+
+
+@pytest.mark.parametrize("name", sorted(e.name for e in catalog.all_exercises()))
+def test_references_and_wrong_answers_are_judged_as_answers_not_tampering(name: str) -> None:
+    exercise = catalog.named(name)
+    known = studentfile.facts(exercise)
+    allowed = set(known["granted"])
+
+    def judged(path: str, text: str) -> list[str]:
+        entry = known["files"][path]
+        theirs = [(label, digest) for label, digest in entry["outline"]]
+        return studentfile.judge(path, text.encode(), entry["emptied"], theirs, allowed)
+
+    catalogue = answers.load(exercise)
+    for path in known["files"]:
+        assert judged(path, (ROOT / path).read_text(encoding="utf-8")) == [], path
+    for mistake in catalogue.mistakes:
+        target = mistake.edit.target
+        text = (ROOT / target.path).read_text(encoding="utf-8")
+        wrong = put_bodies(text, {target.qualname: catalogue.wrong_body(mistake)})
+        assert judged(target.path, wrong) == [], mistake.name
+
+
+#: Bodies of Future.add_done_callback: what a student may write (None), and what reaches
+#: past the code under test (the words the tampered line must hold).
+BODIES = [
+    ("loop = get_running_loop()\nfor f in [fn]:\n    loop.call_soon(f, self)", None),
+    ("count = 0\ndef bump():\n    nonlocal count\n    count += 1\nbump()", None),
+    ("if not callable(fn):\n    raise TypeError(type(self).__name__)", None),
+    ("self._callbacks = [*self._callbacks, cast(Any, fn)]", None),
+    ("import os", "an import"),
+    ("sys.modules.clear()", "`sys`"),
+    ('exec("x = 1")', "`exec`"),
+    ("fn.__globals__.clear()", "`.__globals__`"),
+    ('globals()["Future"] = None', "`globals`"),
+    ('getattr(fn, "x")', "`getattr`"),
+    ("global InvalidStateError\nInvalidStateError = ValueError", "`global`"),
+    ("frame = self._exception.__traceback__.tb_frame", "`.__traceback__`"),
+    ("get_running_loop.f_back", "`.f_back`"),
+    ("_reports = __import__('_pytest.reports')", "`__import__`"),
+]
+
+
+@pytest.mark.parametrize(("body", "words"), BODIES, ids=[words or "fine" for _, words in BODIES])
+def test_a_body_may_use_what_a_solution_is_made_of_and_nothing_else(
+    body: str, words: str | None
+) -> None:
+    exercise = catalog.named(NAME)
+    known = studentfile.facts(exercise)
+    entry = known["files"][FUTURES]
+    handed = (ROOT / FUTURES).read_text(encoding="utf-8")
+    indented = "".join(f"        {line}\n" for line in body.splitlines())
+    text = put_bodies(handed, {"Future.add_done_callback": indented})
+    theirs = [(label, digest) for label, digest in entry["outline"]]
+    found = studentfile.judge(FUTURES, text.encode(), entry["emptied"], theirs, set())
+    if words is None:
+        assert found == []
+    else:
+        first = text[: text.index(indented)].count("\n") + 1  # the body's first line
+        lines = range(first, first + len(body.splitlines()))
+        named = [f for f in found if words in f and "in Future.add_done_callback:" in f]
+        assert named and int(named[0].split(":")[1]) in lines, found
