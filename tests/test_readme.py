@@ -609,6 +609,7 @@ GLOSSARY = ROOT / "shared" / "GLOSSARY.md"
 #: The pages a student follows in class, each of which must have its Chinese version.
 IN_CLASS = [
     README,
+    *(ROOT / package / "README.md" for package in STAGE_PACKAGES),
     SHOW,
     EXERCISES / "README.md",
     LABS / "README.md",
@@ -681,7 +682,7 @@ def link_targets(page: Path) -> set[str]:
 
 
 def test_every_page_a_student_follows_has_its_chinese_version() -> None:
-    assert len(IN_CLASS) >= 12 + len(exercise_order())
+    assert len(IN_CLASS) >= 15 + len(exercise_order())
     missing = [page_id(chinese(page)) for page in IN_CLASS if not chinese(page).exists()]
     assert not missing, f"write these: {missing}"
 
