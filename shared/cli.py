@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from shared import STAGES, interrupt, log, reader_left, tasktree
 from shared.crawling import Options, root_url
+from shared.language import LANGUAGES, add_help_option, chosen_language, help_in
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, report, write_json
 from shared.timeline import Timeline
@@ -30,106 +31,209 @@ Crawl = Callable[[Sequence[str], Options], CrawlResult]
 EXIT_OK, EXIT_USAGE, EXIT_INTERRUPTED = 0, 2, 130
 
 
-def build_parser(prog: str) -> argparse.ArgumentParser:
-    """Return the argument parser every stage uses."""
+def build_parser(prog: str, lang: str = "en") -> argparse.ArgumentParser:
+    """Return the argument parser every stage uses, its help in ``lang``."""
+
+    def say(english: str, chinese: str) -> str:
+        return chinese if lang == "zh-CN" else english
+
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Crawl a web site and report every URL it finds.",
-        epilog="With no ROOT, the built-in test site is started and crawled.",
+        epilog=say(
+            "With no ROOT, the built-in test site is started and crawled.",
+            "不给 ROOT 时，启动内置的测试站点并爬取它。",
+        ),
+        **help_in(
+            lang,
+            description=say(
+                "Crawl a web site and report every URL it finds.",
+                "爬取一个网站，报告找到的每一个 URL。",
+            ),
+        ),
     )
-    parser.add_argument("roots", nargs="*", metavar="ROOT", help="URL to start from")
+    add_help_option(parser, lang)
     parser.add_argument(
-        "--max-tasks", type=int, default=10, metavar="N", help="fetches in flight (10)"
+        "--lang",
+        choices=LANGUAGES,
+        help=say(
+            "the language of this help and of the report's headings (default: the locale's, "
+            "else en)",
+            "这份帮助和报告标题的语言（默认：按 locale，否则 en）",
+        ),
+    )
+    parser.add_argument(
+        "roots", nargs="*", metavar="ROOT", help=say("URL to start from", "开始爬取的 URL")
+    )
+    parser.add_argument(
+        "--max-tasks",
+        type=int,
+        default=10,
+        metavar="N",
+        help=say("fetches in flight (10)", "同时进行的抓取数（10）"),
     )
     parser.add_argument(
         "--max-per-host",
         type=int,
         metavar="N",
-        help="fetches in flight to one host at once, robots.txt's included (no limit)",
+        help=say(
+            "fetches in flight to one host at once, robots.txt's included (no limit)",
+            "同时抓取同一主机的上限，robots.txt 也算在内（不限）",
+        ),
     )
     parser.add_argument(
         "--delay",
         type=float,
         default=0.0,
         metavar="S",
-        help="seconds between the starts of two requests to one host, to crawl gently (0)",
+        help=say(
+            "seconds between the starts of two requests to one host, to crawl gently (0)",
+            "同一主机两次请求开始之间的最少秒数，礼貌地爬取（0）",
+        ),
     )
     parser.add_argument(
-        "--max-redirect", type=int, default=10, metavar="N", help="redirects per path (10)"
+        "--max-redirect",
+        type=int,
+        default=10,
+        metavar="N",
+        help=say("redirects per path (10)", "每条路径最多跟随的重定向次数（10）"),
     )
-    parser.add_argument("--max-tries", type=int, default=4, metavar="N", help="tries per URL (4)")
-    parser.add_argument("--exclude", metavar="REGEX", help="skip URLs matching this")
+    parser.add_argument(
+        "--max-tries",
+        type=int,
+        default=4,
+        metavar="N",
+        help=say("tries per URL (4)", "每个 URL 的尝试次数（4）"),
+    )
+    parser.add_argument(
+        "--exclude", metavar="REGEX", help=say("skip URLs matching this", "跳过与它匹配的 URL")
+    )
     scope = parser.add_mutually_exclusive_group()
     scope.add_argument(
         "--strict",
         dest="strict",
         action="store_true",
         default=True,
-        help="only the roots' hosts and their www. twins (default)",
+        help=say(
+            "only the roots' hosts and their www. twins (default)",
+            "只爬 ROOT 的主机及其带或不带 www. 的同名主机（默认）",
+        ),
     )
     scope.add_argument(
         "--lenient",
         dest="strict",
         action="store_false",
-        help="any host with the same last two labels",
+        help=say("any host with the same last two labels", "最后两级域名相同的任何主机"),
     )
     parser.add_argument(
-        "--timeout", type=float, default=10.0, metavar="S", help="seconds per request (10)"
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help=say("seconds per request (10)", "每个请求最多用的秒数（10）"),
     )
     parser.add_argument(
-        "--max-pages", type=int, metavar="N", help="fetch at most N pages (robots.txt aside)"
+        "--max-pages",
+        type=int,
+        metavar="N",
+        help=say(
+            "fetch at most N pages (robots.txt aside)", "最多抓取 N 个页面（robots.txt 不算）"
+        ),
     )
-    parser.add_argument("--json", metavar="PATH", help="write the result as JSON ('-': stdout)")
+    parser.add_argument(
+        "--json",
+        metavar="PATH",
+        help=say("write the result as JSON ('-': stdout)", "把结果写成 JSON（'-'：写到标准输出）"),
+    )
     parser.add_argument(
         "--timeline",
         action="store_true",
-        help="add each fetch's start and end time, and when it was queued and connected, "
-        "to the JSON",
+        help=say(
+            "add each fetch's start and end time, and when it was queued and connected, "
+            "to the JSON",
+            "在 JSON 中加入每次抓取开始、结束、入队和连上的时间",
+        ),
     )
     parser.add_argument(
         "--trace",
         action="store_true",
-        help="print a line per step of the event loop, to watch fetches interleave",
+        help=say(
+            "print a line per step of the event loop, to watch fetches interleave",
+            "事件循环每走一步打印一行，用来观察各次抓取如何交错进行",
+        ),
     )
     parser.add_argument(
         "--trace-events",
         metavar="PATH",
-        help="write the loop's steps, waits and wake-ups as a Chrome Trace Event file, "
-        "for Perfetto or Chromium's trace viewer (also after Ctrl-C)",
+        help=say(
+            "write the loop's steps, waits and wake-ups as a Chrome Trace Event file, "
+            "for Perfetto or Chromium's trace viewer (also after Ctrl-C)",
+            "把事件循环的每一步、每次等待和唤醒写成 Chrome Trace Event 文件，供 Perfetto 或 "
+            "Chromium 的 trace 查看器打开（按下 Ctrl-C 之后也会写）",
+        ),
     )
     parser.add_argument(
         "--site-pages",
         type=int,
         metavar="N",
-        help="with no ROOT: a plain built-in site of N pages, without the traps",
+        help=say(
+            "with no ROOT: a plain built-in site of N pages, without the traps",
+            "不给 ROOT 时：内置站点只有 N 个普通页面，没有陷阱",
+        ),
     )
     parser.add_argument(
         "--site-latency",
         type=float,
         default=0.0,
         metavar="S",
-        help="with no ROOT: the built-in site answers after S seconds, to see fetches wait",
+        help=say(
+            "with no ROOT: the built-in site answers after S seconds, to see fetches wait",
+            "不给 ROOT 时：内置站点过 S 秒才应答，便于观察等待",
+        ),
     )
     parser.add_argument(
         "--fail-on",
         metavar="SUBSTRING",
-        help="make link parsing raise for URLs containing this (the stack-ripping demo)",
+        help=say(
+            "make link parsing raise for URLs containing this (the stack-ripping demo)",
+            "URL 含有这个子串时让链接解析抛出异常（堆栈撕裂演示）",
+        ),
     )
     trust = parser.add_mutually_exclusive_group()
     trust.add_argument(
         "--insecure",
         action="store_true",
-        help="do not verify TLS certificates (a warning is logged)",
+        help=say(
+            "do not verify TLS certificates (a warning is logged)",
+            "不验证 TLS 证书（会记录一条警告）",
+        ),
     )
     trust.add_argument(
-        "--cafile", metavar="PATH", help="also trust the CA certificates in this PEM file"
+        "--cafile",
+        metavar="PATH",
+        help=say(
+            "also trust the CA certificates in this PEM file",
+            "额外信任这个 PEM 文件中的 CA 证书",
+        ),
     )
     parser.add_argument(
-        "--ignore-robots", action="store_true", help="neither fetch nor obey robots.txt"
+        "--ignore-robots",
+        action="store_true",
+        help=say("neither fetch nor obey robots.txt", "既不抓取也不遵守 robots.txt"),
     )
     loud = parser.add_mutually_exclusive_group()
-    loud.add_argument("-v", "--verbose", action="count", default=0, help="more log (-vv: debug)")
-    loud.add_argument("-q", "--quiet", action="store_true", help="no progress, errors only")
+    loud.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help=say("more log (-vv: debug)", "更多日志（-vv：调试信息）"),
+    )
+    loud.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help=say("no progress, errors only", "不显示进度，只报告错误"),
+    )
     return parser
 
 
@@ -138,7 +242,7 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
 
     A bad value ends the program with a usage message and exit status 2.
     """
-    parser = build_parser(prog)
+    parser = build_parser(prog, chosen_language(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     try:
         for root in args.roots:
@@ -197,7 +301,7 @@ def configure_logging(verbose: int, quiet: bool, *, libraries: bool = False) -> 
 
 @contextlib.contextmanager
 def roots_or_test_site(
-    roots: list[str], pages: int | None = None, latency: float = 0.0
+    roots: list[str], pages: int | None = None, latency: float = 0.0, lang: str = "en"
 ) -> Iterator[list[str]]:
     """Yield the roots to crawl; with none, serve the built-in test site and yield its URL.
 
@@ -212,7 +316,8 @@ def roots_or_test_site(
 
     site = Site(latency=latency) if pages is None else Site(pages, traps=False, latency=latency)
     with serve(site) as base_url:
-        print(f"crawling the built-in test site at {base_url}", file=sys.stderr)
+        said = "正在爬取内置的测试站点" if lang == "zh-CN" else "crawling the built-in test site at"
+        print(f"{said} {base_url}", file=sys.stderr)
         yield [base_url]
 
 
@@ -233,6 +338,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     # No ROOT: the built-in test site is served from this process, and logs with `logging`.
     libraries = not args.roots or stage == STAGES["stage3"]
     configure_logging(args.verbose, args.quiet, libraries=libraries)
+    lang = args.lang or chosen_language([])  # no --lang: the locale's, else English
     # --trace and --timeline watch the crawl (shared/observe.py); without them nobody does.
     timeline = Timeline() if args.timeline else None
     observers: list[Observer] = [Tracer()] if args.trace else []
@@ -243,7 +349,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     hooks = [tasktree.dump] if args.verbose else []
     interrupt.at_first_press.extend(hooks)
     try:
-        site = roots_or_test_site(args.roots, args.site_pages, args.site_latency)
+        site = roots_or_test_site(args.roots, args.site_pages, args.site_latency, lang)
         try:
             with site as roots, watching(*observers), tasktree.on_sigusr1():
                 result = crawl(roots, options)
@@ -257,7 +363,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
             with open(args.json, "w", encoding="utf-8") as out:
                 write_json(result, out, extra)
         # With --json -, stdout carries the JSON alone, so the report moves to stderr.
-        report(result, sys.stderr if args.json == "-" else sys.stdout)
+        report(result, sys.stderr if args.json == "-" else sys.stdout, lang)
         if args.json == "-":
             write_json(result, sys.stdout, extra)
         sys.stdout.flush()

@@ -102,8 +102,29 @@ def format_stat(stat: FetchStatistic) -> str:
     return line
 
 
-def report(result: CrawlResult, out: TextIO) -> None:
-    """Print a line per URL, sorted, then the totals and the crawl's speed."""
+#: The report's headings, in each language (shared.LANGUAGES).  Only the words change: the
+#: figures, the statuses and the types are the same data in any language.
+HEADINGS = {
+    "en": {
+        "finished": "Finished {count} urls in {secs:.3f} secs"
+        " (max_tasks={tasks}, {rate:.1f} urls/sec)",
+        "interrupted": " -- interrupted",
+        "statuses": "Statuses: ",
+        "types": "Types: ",
+    },
+    "zh-CN": {
+        "finished": "完成：{count} 个 URL，用时 {secs:.3f} 秒"
+        "（max_tasks={tasks}，每秒 {rate:.1f} 个 URL）",
+        "interrupted": "，被中断",
+        "statuses": "状态：",
+        "types": "类型：",
+    },
+}
+
+
+def report(result: CrawlResult, out: TextIO, lang: str = "en") -> None:
+    """Print a line per URL, sorted, then the totals and the crawl's speed, headed in ``lang``."""
+    words = HEADINGS[lang]
     for stat in sorted(result.fetches, key=lambda s: s.url):
         print(format_stat(stat), file=out)
     statuses = Counter(
@@ -112,15 +133,13 @@ def report(result: CrawlResult, out: TextIO) -> None:
     )
     count = len(result.fetches)
     rate = count / result.elapsed_s if result.elapsed_s > 0 else 0.0
-    print(
-        f"Finished {count} urls in {result.elapsed_s:.3f} secs"
-        f" (max_tasks={result.max_tasks}, {rate:.1f} urls/sec)"
-        + (" -- interrupted" if result.interrupted else ""),
-        file=out,
+    finished = words["finished"].format(
+        count=count, secs=result.elapsed_s, tasks=result.max_tasks, rate=rate
     )
-    print("Statuses: " + ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items())), file=out)
+    print(finished + (words["interrupted"] if result.interrupted else ""), file=out)
+    print(words["statuses"] + ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items())), file=out)
     types = Counter(s.content_type or "none" for s in result.fetches if s.status is not None)
-    print("Types: " + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())), file=out)
+    print(words["types"] + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())), file=out)
 
 
 class Progress:

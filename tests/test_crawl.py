@@ -24,6 +24,7 @@ import pytest
 
 from shared import USER_AGENT
 from shared.crawling import Options
+from shared.language import LOCALE_VARIABLES
 from shared.log import WARNING, Record
 from shared.observe import watching
 from shared.report import CrawlResult
@@ -385,12 +386,15 @@ def test_a_missing_or_unreadable_robots_txt_allows_everything(
 def run_stage(
     stage: ModuleType, *args: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
+    # The report in English, whatever this machine's locale: the tests read its words.
+    english = {k: v for k, v in os.environ.items() if k not in LOCALE_VARIABLES}
     return subprocess.run(
         [sys.executable, "-m", stage.__name__, *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        env=english,
     )
 
 

@@ -44,6 +44,7 @@ import pytest
 
 import stage3_asyncio.crawler as stage3
 from shared.crawling import Options
+from shared.language import LOCALE_VARIABLES
 from shared.testsite import Site, add_site_arguments, serve, site_from_arguments
 from shared.tools.exercises.lab import (
     DiffMismatch,
@@ -183,8 +184,9 @@ class Run:
 
 
 def environment(code: Path | None) -> dict[str, str]:
-    """The environment of a process that imports the code in ``code`` before the repository's."""
-    env = dict(os.environ)
+    """The environment of a process that imports the code in ``code`` before the repository's,
+    in English whatever this machine's locale: the tests read the report's words."""
+    env = {name: value for name, value in os.environ.items() if name not in LOCALE_VARIABLES}
     paths = [str(code)] if code else []
     env["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT), env.get("PYTHONPATH", "")])
     return env

@@ -609,6 +609,7 @@ GLOSSARY = ROOT / "shared" / "GLOSSARY.md"
 #: The pages a student follows in class, each of which must have its Chinese version.
 IN_CLASS = [
     README,
+    *(ROOT / package / "README.md" for package in STAGE_PACKAGES),
     SHOW,
     EXERCISES / "README.md",
     LABS / "README.md",
@@ -681,7 +682,7 @@ def link_targets(page: Path) -> set[str]:
 
 
 def test_every_page_a_student_follows_has_its_chinese_version() -> None:
-    assert len(IN_CLASS) >= 12 + len(exercise_order())
+    assert len(IN_CLASS) >= 15 + len(exercise_order())
     missing = [page_id(chinese(page)) for page in IN_CLASS if not chinese(page).exists()]
     assert not missing, f"write these: {missing}"
 
@@ -771,6 +772,35 @@ def falls_behind(page: Path) -> list[str]:
     ]
     if english_only:
         wrong.append(f"links: link the Chinese version of {english_only}")
+    if unmarked := unmarked_english_links(page):
+        wrong.append(f"links: {ENGLISH_ONLY} marks the links to English-only pages: {unmarked}")
+    return wrong
+
+
+#: What a Chinese page writes right after a link to a page that has no Chinese version yet:
+#: "[x](x.md)（英文）", or inside a parenthesis "（见 [x](x.md)，英文）".
+ENGLISH_ONLY = "（英文）"
+
+
+def unmarked_english_links(page: Path) -> list[str]:
+    """The links of a Chinese page whose ENGLISH_ONLY mark is wrong: missing after a link to
+    an English-only page (a page, or a folder GitHub shows by its README.md, with no Chinese
+    version beside it), or there after a link to a Chinese page.  The page's own English
+    version and the glossary, which speaks both, need no mark."""
+    wrong = []
+    for target, mark in re.findall(r"\]\(([^)\s]+)\)(（英文）|，英文）)?", prose(read(page))):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        dest = (page.parent / target.partition("#")[0]).resolve()
+        dest = dest / "README.md" if dest.is_dir() else dest
+        english_only = (
+            dest.suffix == ".md"
+            and not dest.name.endswith(ZH)
+            and not chinese(dest).exists()
+            and dest not in (english(page), GLOSSARY)
+        )
+        if english_only != bool(mark) and dest.suffix == ".md":
+            wrong.append(target)
     return wrong
 
 
@@ -800,6 +830,7 @@ def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
         text.replace("English · [中文](README.zh-CN.md)", "[English](README.md) · 中文")
         .replace("Run", "运行")
         .replace("(y.md)", "(y.zh-CN.md)")
+        .replace("(x.md#a)", "(x.md#a)（英文）")
         + stamp
     )
     translation.write_text(good, encoding="utf-8")
@@ -818,6 +849,15 @@ def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
         assert seen == {kind}, (kind, falls_behind(translation))
     translation.write_text(good.replace("(y.zh-CN.md)", "(y.md)"), encoding="utf-8")
     assert falls_behind(translation) == ["links: link the Chinese version of ['y.md']"]
+    # x.md has no Chinese version: its links say so, and a Chinese page's do not
+    for drifted, target in (
+        (good.replace("（英文）", ""), "x.md#a"),
+        (good + "[y](y.zh-CN.md)（英文）", "y.zh-CN.md"),
+    ):
+        translation.write_text(drifted, encoding="utf-8")
+        assert falls_behind(translation) == [
+            f"links: {ENGLISH_ONLY} marks the links to English-only pages: ['{target}']"
+        ]
 
 
 # --- line numbers --------------------------------------------------------------------------

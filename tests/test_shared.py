@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import ssl
 import sys
 
 import pytest
 
-from shared import USER_AGENT, log
+from shared import USER_AGENT, cli, log
 from shared.cli import configure_logging, parse_args
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
+from shared.language import LOCALE_VARIABLES, chosen_language
 from shared.links import parse_links
 from shared.log import Record
 from shared.observe import Observer, watching
@@ -19,6 +21,7 @@ from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, re
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
 from shared.robots import DISALLOWED, parse_robots, robots_url
 from shared.testsite import ROBOTS_TXT
+from shared.testsite.cli import build_parser as testsite_parser
 from shared.timeline import Timeline
 from shared.tls import certificate_error, ssl_context
 from shared.urls import UrlRules, normalize
@@ -552,6 +555,56 @@ def test_report_has_a_line_per_url_and_totals() -> None:
     assert "-> http://h/" in lines[3]
     assert "Finished 4 urls in 0.500 secs" in lines[4] and "8.0 urls/sec" in lines[4]
     assert lines[5] == "Statuses: 200: 1, 301: 1, error: 1, skipped: 1"
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.mark.parametrize("chosen_by", ["--lang", "the locale"])
+def test_in_chinese_the_report_s_headings_and_every_command_s_help_are_chinese(
+    chosen_by: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under --lang zh-CN, or a Chinese locale: a crawl's report heads its totals in Chinese,
+    with the same records and figures, and the crawlers' and the test site's --help say
+    every option's help, their description and argparse's own words in Chinese."""
+    for name in LOCALE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    chinese = ["--lang", "zh-CN"] if chosen_by == "--lang" else []
+    if not chinese:
+        monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    assert chosen_language(chinese) == "zh-CN" and chosen_language(["--lang=en"]) == "en"
+
+    def crawl(roots: object, options: object) -> CrawlResult:
+        return sample_result()
+
+    assert cli.main("stage1_callbacks", crawl, ["http://h/", "-q", *chinese]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    english = io.StringIO()
+    report(sample_result(), english)
+    expected = english.getvalue().splitlines()
+    assert printed[:4] == expected[:4], "a record is data: the same in either language"
+    finished, *counts = printed[4:]
+    assert CJK.search(finished) and "Finished" not in finished
+    number = re.compile(r"\d+(?:\.\d+)?")
+    assert number.findall(finished) == number.findall(expected[4])
+    for line, their in zip(counts, expected[5:], strict=True):
+        heading, data = line.split("：", 1)
+        assert CJK.search(heading) and data == their.split(": ", 1)[1]
+
+    for build in (lambda lang: cli.build_parser("python -m STAGE", lang), testsite_parser):
+        ours, theirs = build(chosen_language(chinese)), build("en")
+        assert [a.option_strings for a in ours._actions] == [
+            a.option_strings for a in theirs._actions
+        ]
+        untranslated = [
+            a.option_strings or a.dest
+            for a, their in zip(ours._actions, theirs._actions, strict=True)
+            if not (a.help and CJK.search(a.help) and a.help != their.help)
+        ]
+        assert not untranslated, f"help still in English: {untranslated}"
+        text = ours.format_help()
+        assert ours.description and CJK.search(ours.description)
+        assert text.startswith("用法：") and "options:" not in text and "arguments:" not in text
 
 
 def test_json_document_has_the_documented_fields() -> None:
