@@ -21,7 +21,7 @@ from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, re
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
 from shared.robots import DISALLOWED, parse_robots, robots_url
 from shared.testsite import ROBOTS_TXT
-from shared.testsite.cli import build_parser as testsite_parser
+from shared.testsite.cli import build_parser as site_parser
 from shared.timeline import Timeline
 from shared.tls import certificate_error, ssl_context
 from shared.urls import UrlRules, normalize
@@ -591,7 +591,7 @@ def test_in_chinese_the_report_s_headings_and_every_command_s_help_are_chinese(
         heading, data = line.split("：", 1)
         assert CJK.search(heading) and data == their.split(": ", 1)[1]
 
-    for build in (lambda lang: cli.build_parser("python -m STAGE", lang), testsite_parser):
+    for build in (lambda lang: cli.build_parser("python -m STAGE", lang), site_parser):
         ours, theirs = build(chosen_language(chinese)), build("en")
         assert [a.option_strings for a in ours._actions] == [
             a.option_strings for a in theirs._actions
