@@ -3,7 +3,9 @@
 The first test runs for each exercise found in shared/tools/exercises/, so an exercise added
 later is held to the same rules without a line changed here: on a fresh workspace
 `check` fails every task, and after `solve` it passes them all.  Each `check` is one
-pytest subprocess in the workspace.
+pytest subprocess, as a student's is: these two are the suite's one round of them per
+exercise.  The catalogue of wrong answers, and the tasks solved one by one, are judged
+in this process (tests/test_exercise_answers.py).
 """
 
 from __future__ import annotations
@@ -108,18 +110,14 @@ def test_list_names_gives_the_names_alone_one_a_line(capsys: pytest.CaptureFixtu
     assert "s1-loop" in exercise_names()
 
 
-def test_an_unknown_exercise_prints_the_list_and_exits_2() -> None:
+def test_an_unknown_exercise_prints_the_list_and_exits_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     for verb in ("start", "check", "hint", "solve"):
-        ran = subprocess.run(
-            [sys.executable, "-m", "shared.tools.exercises", verb, "no-such-exercise"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert ran.returncode == 2, verb
-        assert "no-such-exercise" in ran.stderr
-        assert all(name in ran.stdout for name in exercise_names())
+        assert main([verb, "no-such-exercise"]) == 2, verb
+        printed = capsys.readouterr()
+        assert "no-such-exercise" in printed.err
+        assert all(name in printed.out for name in exercise_names())
 
 
 @pytest.mark.parametrize("verb", ["check", "solve"])
