@@ -31,10 +31,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
-from shared.tools.exercises import answers, catalog, checking
+from shared.tools.exercises import answers, catalog, checking, runner
 from shared.tools.exercises.bodies import put_bodies
 from shared.tools.exercises.cli import main
 
@@ -125,23 +126,31 @@ def as_a_new_process(cwd: Path, env: dict[str, str]) -> Iterator[None]:
 
 
 def pytest_in_process(
-    argv: list[str], cwd: Path, env: dict[str, str], limit: float
-) -> tuple[str | None, str]:
-    """What `check` runs, `python -m pytest ...` in ``cwd``, run by pytest.main in this process.
+    argv: list[str], cwd: Path, env: dict[str, str], limit: float, order: dict[str, Any]
+) -> tuple[str | None, str, str]:
+    """What `check` runs, the runner in ``cwd``, run by pytest.main in this process.
 
     In the place of checking._run, whose arguments it takes and whose answer it gives:
-    why the run was stopped (never, here), and pytest's output.  Each test's time limit
-    holds here as in a subprocess (tests/exercises/conftest.py: SIGALRM, in this thread);
-    ``limit``, the whole check's, is a kill from outside, which only a subprocess has.
+    why the run was stopped (never, here), the signed records, and pytest's output.  The
+    records are signed with the order's secret, as the runner signs them.  Each test's
+    time limit holds here as in a subprocess (tests/exercises/conftest.py: SIGALRM, in
+    this thread); ``limit``, the whole check's, is a kill from outside, which only a
+    subprocess has.
     """
-    output = io.StringIO()
+    output, records = io.StringIO(), io.StringIO()
+    secret = bytes.fromhex(order["secret"])
+
+    def record(entry: dict[str, Any]) -> None:
+        records.write(runner.signed(secret, entry))
+
     with (
         as_a_new_process(cwd, env),
         contextlib.redirect_stdout(output),
         contextlib.redirect_stderr(output),
     ):
-        pytest.main(argv[argv.index("pytest") + 1 :])
-    return None, output.getvalue()
+        sys.path[:0] = order["path"]
+        pytest.main(order["argv"], plugins=[runner.Results(record)])
+    return None, records.getvalue(), output.getvalue()
 
 
 @pytest.fixture

@@ -39,6 +39,13 @@ class Results:
         self.record = record
 
 
+def signed(secret: bytes, entry: dict[str, Any]) -> str:
+    """One record as the line `check` reads: its JSON and the HMAC of it with the secret."""
+    text = json.dumps(entry, sort_keys=True)
+    mac = hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
+    return json.dumps({"record": text, "mac": mac}) + "\n"
+
+
 def signer(secret: bytes) -> Callable[[dict[str, Any]], None]:
     """A function that writes a record, signed, to what was standard output."""
     sys.stdout.flush()
@@ -47,9 +54,7 @@ def signer(secret: bytes) -> Callable[[dict[str, Any]], None]:
     pipe = os.fdopen(fd, "w", encoding="utf-8")
 
     def record(entry: dict[str, Any]) -> None:
-        text = json.dumps(entry, sort_keys=True)
-        mac = hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
-        pipe.write(json.dumps({"record": text, "mac": mac}) + "\n")
+        pipe.write(signed(secret, entry))
         pipe.flush()
 
     return record
