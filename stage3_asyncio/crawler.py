@@ -8,19 +8,51 @@ aiohttp session.  What a response means is decided in shared/crawling.py.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Sequence
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from shared import USER_AGENT, interrupt
 from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.httpwire import MAX_FIELD, WireError, checked_head
 from shared.observe import connection_traces
+from shared.resolver import lookup
 from shared.responses import MAX_BODY
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
-# verify, a body shorter than its Content-Length, a garbage status line) and the timeout.
-NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError)
+# verify, a body shorter than its Content-Length, a garbage status line), a head that
+# stages 1 and 2 refuse (WireError, from checked_head) and the timeout.
+NETWORK_ERRORS = (aiohttp.ClientError, WireError, TimeoutError)
+
+
+class FirstAddress(AbstractResolver):
+    """Resolve as stages 1 and 2 do: the same getaddrinfo, in a thread, its first address.
+
+    aiohttp's own resolver would try each address of a name in turn (see REAL_WEB.md).
+    """
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_UNSPEC
+    ) -> list[ResolveResult]:
+        """The first address of host (socket.gaierror if unknown); suspends: while DNS answers."""
+        found, sockaddr = await asyncio.to_thread(lookup, host, port)
+        numeric = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV  # an address, not a name
+        return [
+            ResolveResult(
+                hostname=host,
+                host=sockaddr[0],
+                port=sockaddr[1],
+                family=found,
+                proto=0,
+                flags=numeric,
+            )
+        ]
+
+    async def close(self) -> None:
+        """Nothing to release: the thread pool is asyncio's."""
 
 
 class Crawler(BaseCrawler):
@@ -40,17 +72,27 @@ class Crawler(BaseCrawler):
         # took the request and hung up (the test site's flaky page): a free retry for the one
         # is a free retry for the other.  No pool, no such failures (see the guide).
         connector = aiohttp.TCPConnector(
-            limit=self.max_tasks, ssl=self.ssl_context, force_close=True
+            limit=self.max_tasks, ssl=self.ssl_context, force_close=True, resolver=FirstAddress()
         )
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
-        headers = {"User-Agent": USER_AGENT}
+        # Compressed bodies are neither asked for nor inflated (auto_decompress): the bytes
+        # sent are the body, as in stages 1 and 2, which have no decompressor.
+        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
         # No timeout of aiohttp's own (its default gives up connecting after 30 s): --timeout
         # bounds each try in fetch, from connect to last byte, as in stages 1 and 2.
         timeout = aiohttp.ClientTimeout()
         traces = connection_traces(self.observer)  # someone watching hears of each connection
         async with aiohttp.ClientSession(
-            connector=connector, timeout=timeout, headers=headers, trace_configs=traces
+            connector=connector,
+            timeout=timeout,
+            headers=headers,
+            trace_configs=traces,
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),  # no cookie kept, none sent: as stages 1 and 2
+            # aiohttp's line limits above ours, so that checked_head's decide, as in 1 and 2.
+            max_line_size=2 * MAX_FIELD,
+            max_field_size=2 * MAX_FIELD,
         ) as self.session:
             # aiohttp quietly repeats a GET once when the server hangs up before answering: a
             # second try that --max-tries would not count.  Retrying is the crawler's job, so
@@ -129,7 +171,8 @@ class Crawler(BaseCrawler):
         """GET a URL (redirects not followed) and read its body, up to the size cap."""
         # encoded=True: our URLs are already normalised and quoted; yarl must not redo it.
         async with self.session.get(URL(url, encoded=True), allow_redirects=False) as resp:
-            headers = {name.lower(): value for name, value in resp.headers.items()}
+            # The head read as stages 1 and 2 read theirs: what they refuse raises WireError.
+            headers = checked_head(resp.version, resp.status, resp.reason or "", resp.raw_headers)
             if (resp.content_length or 0) > MAX_BODY:
                 return Response(resp.status, headers, too_large=True)
             chunks, size = [], 0
