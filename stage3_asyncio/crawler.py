@@ -8,11 +8,10 @@ aiohttp session.  What a response means is decided in shared/crawling.py.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Sequence
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.abc import ResolveResult
 from yarl import URL
 
 from shared import USER_AGENT, interrupt
@@ -28,31 +27,14 @@ from shared.responses import MAX_BODY
 NETWORK_ERRORS = (aiohttp.ClientError, WireError, TimeoutError)
 
 
-class FirstAddress(AbstractResolver):
-    """Resolve as stages 1 and 2 do: the same getaddrinfo, in a thread, its first address.
+class FirstAddress(aiohttp.ThreadedResolver):
+    """Resolve as stages 1 and 2 do: shared/resolver.py's lookup, in a thread."""
 
-    aiohttp's own resolver would try each address of a name in turn (see REAL_WEB.md).
-    """
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_UNSPEC
-    ) -> list[ResolveResult]:
-        """The first address of host (socket.gaierror if unknown); suspends: while DNS answers."""
-        found, sockaddr = await asyncio.to_thread(lookup, host, port)
-        numeric = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV  # an address, not a name
-        return [
-            ResolveResult(
-                hostname=host,
-                host=sockaddr[0],
-                port=sockaddr[1],
-                family=found,
-                proto=0,
-                flags=numeric,
-            )
-        ]
-
-    async def close(self) -> None:
-        """Nothing to release: the thread pool is asyncio's."""
+    # aiohttp's own would hand the connector every address, to try in turn (see REAL_WEB.md).
+    async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[ResolveResult]:
+        """Only the first address of host; suspends: while DNS answers, in a thread."""
+        fam, (ip, *_) = await asyncio.to_thread(lookup, host, port)
+        return [ResolveResult(hostname=host, host=ip, port=port, family=fam, proto=0, flags=0)]
 
 
 class Crawler(BaseCrawler):
@@ -76,23 +58,20 @@ class Crawler(BaseCrawler):
         )
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
-        # Compressed bodies are neither asked for nor inflated (auto_decompress): the bytes
-        # sent are the body, as in stages 1 and 2, which have no decompressor.
-        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
-        # No timeout of aiohttp's own (its default gives up connecting after 30 s): --timeout
-        # bounds each try in fetch, from connect to last byte, as in stages 1 and 2.
-        timeout = aiohttp.ClientTimeout()
-        traces = connection_traces(self.observer)  # someone watching hears of each connection
         async with aiohttp.ClientSession(
             connector=connector,
-            timeout=timeout,
-            headers=headers,
-            trace_configs=traces,
+            # No timeout of aiohttp's own (its default gives up connecting after 30 s):
+            # --timeout bounds each try in fetch, from connect to last byte, as in stages 1, 2.
+            timeout=aiohttp.ClientTimeout(),
+            # Compressed bodies neither asked for nor inflated (auto_decompress): the bytes
+            # sent are the body, as in stages 1 and 2, which have no decompressor.
+            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
             auto_decompress=False,
             cookie_jar=aiohttp.DummyCookieJar(),  # no cookie kept, none sent: as stages 1 and 2
             # aiohttp's line limits above ours, so that checked_head's decide, as in 1 and 2.
             max_line_size=2 * MAX_FIELD,
             max_field_size=2 * MAX_FIELD,
+            trace_configs=connection_traces(self.observer),  # a watcher hears of connections
         ) as self.session:
             # aiohttp quietly repeats a GET once when the server hangs up before answering: a
             # second try that --max-tries would not count.  Retrying is the crawler's job, so
