@@ -18,7 +18,7 @@ from shared import USER_AGENT, interrupt
 from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
 from shared.httpwire import MAX_FIELD, WireError, checked_head
 from shared.observe import connection_traces
-from shared.resolver import lookup
+from shared.resolver import lookup, small_reads
 from shared.responses import MAX_BODY
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
@@ -54,7 +54,11 @@ class Crawler(BaseCrawler):
         # took the request and hung up (the test site's flaky page): a free retry for the one
         # is a free retry for the other.  No pool, no such failures (see the guide).
         connector = aiohttp.TCPConnector(
-            limit=self.max_tasks, ssl=self.ssl_context, force_close=True, resolver=FirstAddress()
+            limit=self.max_tasks,
+            ssl=self.ssl_context,
+            force_close=True,
+            resolver=FirstAddress(),
+            socket_factory=small_reads,  # a read at a time the loop can afford: see there
         )
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
