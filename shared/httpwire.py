@@ -10,6 +10,7 @@ crawler and a generator crawler share it, and lets the tests drive it with plain
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from shared import USER_AGENT
@@ -28,7 +29,8 @@ MAX_FIELDS = 128
 
 # The blank line that ends the header block; bare LF is tolerated as well as CRLF.
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-_STATUS_LINE = re.compile(rb"HTTP/1\.\d ([1-9]\d\d)(?: .*)?")
+# HTTP/1.0 and 1.1 only, as aiohttp (stage 3) reads them; a status from 100 to 999.
+_STATUS_LINE = re.compile(rb"HTTP/1\.[01] ([1-9]\d\d)(?: .*)?")
 # A field name is a token (RFC 9110, section 5.6.2): no space before the colon, no "(".
 _TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+")
 # A chunk-size line: hex digits (stricter than int(x, 16), which allows "0x", "+" and
@@ -134,13 +136,43 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
         fields.append([name, value])
     if len(fields) > MAX_FIELDS:
         raise WireError(f"more than {MAX_FIELDS} header fields")
+    return int(match.group(1)), _joined((name, raw.strip(b" \t")) for name, raw in fields)
+
+
+def _joined(fields: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Lower-case names -> decoded values, a repeated field's values joined with ", ".
+
+    Each field is a name and its value with the spaces and tabs around it trimmed; the
+    two together may be MAX_FIELD bytes long.
+    """
     headers: dict[str, str] = {}
-    for name, raw in fields:
-        if len(name) + len(raw) > MAX_FIELD:
+    for name, value in fields:
+        if not _TOKEN.fullmatch(name):
+            raise WireError(f"malformed header name: {name[:40]!r}")
+        if len(name) + len(value) > MAX_FIELD:
             raise WireError(f"header field longer than {MAX_FIELD} bytes: {name[:40]!r}")
-        key, text = name.decode("ascii").lower(), header_text(raw.strip(b" \t"))
+        key, text = name.decode("ascii").lower(), header_text(value)
         headers[key] = f"{headers[key]}, {text}" if key in headers else text
-    return int(match.group(1)), headers
+    return headers
+
+
+def checked_head(
+    version: tuple[int, int] | None, status: int, reason: str, fields: Iterable[tuple[bytes, bytes]]
+) -> dict[str, str]:
+    """Check a head that another parser read (stage 3's aiohttp) as _parse_head checks one.
+
+    Returns its headers as _parse_head makes them: names in lower case, values decoded
+    by :func:`header_text`, a repeated field's values joined with ", ".  Raises WireError
+    for what stages 1 and 2 refuse and aiohttp lets through: another HTTP version, a
+    status below 100, a 101 nobody asked for, NUL or CR in the reason, a line too long.
+    """
+    status_line = f"HTTP/1.1 {status} {reason}".encode("utf-8", "surrogateescape")
+    if version not in ((1, 0), (1, 1)) or not 100 <= status <= 999 or status == 101:
+        shown = ".".join(map(str, version or ()))
+        raise WireError(f"not HTTP/1.0 or 1.1, a status from 100 to 999 but 101: {shown} {status}")
+    if b"\0" in status_line or b"\r" in status_line or len(status_line) > MAX_FIELD:
+        raise WireError(f"not an HTTP/1.x status line: {status_line[:40]!r}")
+    return _joined(fields)  # aiohttp trimmed each value already, as _parse_head does
 
 
 def _content_length(value: str) -> int:
@@ -278,6 +310,8 @@ class ResponseParser:
         """Choose how the body is framed (RFC 9112, section 6.3) from status and headers."""
         self._body = bytearray()  # made here, not in __init__: see the class's annotations
         headers = self._headers
+        if self._status == 101:  # a switch to another protocol, which no request of ours asks for
+            raise WireError("101 Switching Protocols, but the request asked for no upgrade")
         if self._status < 200:
             self._state = "head"  # an interim response, such as 100 Continue: the real one follows
         elif self._status in (204, 304):

@@ -11,16 +11,30 @@ import asyncio
 from collections.abc import Sequence
 
 import aiohttp
+from aiohttp.abc import ResolveResult
 from yarl import URL
 
 from shared import USER_AGENT, interrupt
 from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
+from shared.httpwire import MAX_FIELD, WireError, checked_head
 from shared.observe import connection_traces
+from shared.resolver import lookup, small_reads
 from shared.responses import MAX_BODY
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
-# verify, a body shorter than its Content-Length, a garbage status line) and the timeout.
-NETWORK_ERRORS = (aiohttp.ClientError, TimeoutError)
+# verify, a body shorter than its Content-Length, a garbage status line), a head that
+# stages 1 and 2 refuse (WireError, from checked_head) and the timeout.
+NETWORK_ERRORS = (aiohttp.ClientError, WireError, TimeoutError)
+
+
+class FirstAddress(aiohttp.ThreadedResolver):
+    """Resolve as stages 1 and 2 do: shared/resolver.py's lookup, in a thread."""
+
+    # aiohttp's own would hand the connector every address, to try in turn (see REAL_WEB.md).
+    async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[ResolveResult]:
+        """Only the first address of host; suspends: while DNS answers, in a thread."""
+        fam, (ip, *_) = await asyncio.to_thread(lookup, host, port)
+        return [ResolveResult(hostname=host, host=ip, port=port, family=fam, proto=0, flags=0)]
 
 
 class Crawler(BaseCrawler):
@@ -40,17 +54,28 @@ class Crawler(BaseCrawler):
         # took the request and hung up (the test site's flaky page): a free retry for the one
         # is a free retry for the other.  No pool, no such failures (see the guide).
         connector = aiohttp.TCPConnector(
-            limit=self.max_tasks, ssl=self.ssl_context, force_close=True
+            limit=self.max_tasks,
+            ssl=self.ssl_context,
+            force_close=True,
+            resolver=FirstAddress(),
+            socket_factory=small_reads,  # a read at a time the loop can afford: see there
         )
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
-        headers = {"User-Agent": USER_AGENT}
-        # No timeout of aiohttp's own (its default gives up connecting after 30 s): --timeout
-        # bounds each try in fetch, from connect to last byte, as in stages 1 and 2.
-        timeout = aiohttp.ClientTimeout()
-        traces = connection_traces(self.observer)  # someone watching hears of each connection
         async with aiohttp.ClientSession(
-            connector=connector, timeout=timeout, headers=headers, trace_configs=traces
+            connector=connector,
+            # No timeout of aiohttp's own (its default gives up connecting after 30 s):
+            # --timeout bounds each try in fetch, from connect to last byte, as in stages 1, 2.
+            timeout=aiohttp.ClientTimeout(),
+            # Compressed bodies neither asked for nor inflated (auto_decompress): the bytes
+            # sent are the body, as in stages 1 and 2, which have no decompressor.
+            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),  # no cookie kept, none sent: as stages 1 and 2
+            # aiohttp's line limits above ours, so that checked_head's decide, as in 1 and 2.
+            max_line_size=2 * MAX_FIELD,
+            max_field_size=2 * MAX_FIELD,
+            trace_configs=connection_traces(self.observer),  # a watcher hears of connections
         ) as self.session:
             # aiohttp quietly repeats a GET once when the server hangs up before answering: a
             # second try that --max-tries would not count.  Retrying is the crawler's job, so
@@ -129,7 +154,8 @@ class Crawler(BaseCrawler):
         """GET a URL (redirects not followed) and read its body, up to the size cap."""
         # encoded=True: our URLs are already normalised and quoted; yarl must not redo it.
         async with self.session.get(URL(url, encoded=True), allow_redirects=False) as resp:
-            headers = {name.lower(): value for name, value in resp.headers.items()}
+            # The head read as stages 1 and 2 read theirs: what they refuse raises WireError.
+            headers = checked_head(resp.version, resp.status, resp.reason or "", resp.raw_headers)
             if (resp.content_length or 0) > MAX_BODY:
                 return Response(resp.status, headers, too_large=True)
             chunks, size = [], 0

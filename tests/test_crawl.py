@@ -12,6 +12,7 @@ import gc
 import itertools
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -38,6 +39,7 @@ from shared.testsite import (
     serve,
     serve_hosts,
 )
+from shared.testsite.hostile_wire import COOKIE_GATED, wire_pages
 from shared.testsite.oracle import assert_matches_oracle
 from shared.timeline import Timeline
 from shared.tools.bench import threaded
@@ -242,6 +244,37 @@ def test_the_wire_cases_crawled_from_the_command_line_exit_0(
     urls = [line.split()[0] for line in lines]
     assert sorted(urls) == sorted(site.expected(base_url, max_tries=1, stage=stage.__name__))
     assert f"{base_url}wire/type-latin1 200 text/ht\ufffdml" in done.stdout
+
+
+def test_a_host_name_gets_no_cookie_back_and_one_address(
+    stage: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Host names, as real sites have (cookies for an address are refused by aiohttp anyway).
+
+    ``cookie.test`` is the site; its page sets a cookie, and the page behind it answers 403
+    to a request without it.  ``two.test`` has two addresses: 127.0.0.2, where nothing
+    listens, then the site's.  No stage sends the cookie back, and every stage tries the
+    first address only, as shared/REAL_WEB.md says.
+    """
+    names = {"cookie.test": ["127.0.0.1"], "two.test": ["127.0.0.2", "127.0.0.1"]}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        if host not in names:
+            return real(host, port, *args, **kwargs)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, int(port))) for a in names[host]]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)  # in every thread: aiohttp's too
+    site = Site(pages=1, traps=False, wire=True)
+    with serve(site) as base_url:
+        port = base_url.rstrip("/").rpartition(":")[2]
+        setter, two = f"http://cookie.test:{port}/wire/cookie", f"http://two.test:{port}/"
+        options = Options(ignore_robots=True, max_tries=2, exclude="/wire/$")  # not the hub
+        records = stage.crawl([setter, two], options).by_url()
+    gate = wire_pages()[COOKIE_GATED]
+    assert records[f"http://cookie.test:{port}{COOKIE_GATED}"].status == gate.status == 403
+    assert (records[two].status, records[two].tries) == (None, 2), records[two]
+    assert dict(site.requests) == {"/wire/cookie": 1, COOKIE_GATED: 1}  # none for two.test
 
 
 def test_timeout_ends_a_silent_page_with_an_error(stage: ModuleType) -> None:

@@ -174,6 +174,8 @@ VALID = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\
 CHUNKED_HEAD = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 DEFECTS = {
     "status HTTP/2": b"HTTP/2.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+    "status HTTP/1.2": b"HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n",
+    "101 unrequested": b"HTTP/1.1 101 Switching\r\n\r\n" + b"HTTP/1.1 200 OK\r\n\r\n",
     "status not HTTP": b"HTTX/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
     "status two digits": b"HTTP/1.1 20 OK\r\nContent-Length: 0\r\n\r\n",
     "status four digits": b"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
@@ -196,7 +198,7 @@ DEFECTS = {
     "length and chunked": VALID.replace(b"\r\n\r\n", b"\r\nTransfer-Encoding: chunked\r\n\r\n"),
     "length longer than the body": VALID.replace(b"Length: 5", b"Length: 50"),
     "129 fields": b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 129 + b"\r\n",
-    "a field of 8191 bytes": b"HTTP/1.1 200 OK\r\nX-A: " + b"b" * 8187 + b"\r\n\r\n",
+    "a field of 8191 bytes": b"HTTP/1.1 200 OK\r\nX-A: " + b"b" * 8188 + b"\r\n\r\n",
     "chunk size with a space": CHUNKED_HEAD + b" 5\r\nhello\r\n0\r\n\r\n",
     "chunk size 0x5": CHUNKED_HEAD + b"0x5\r\nhello\r\n0\r\n\r\n",
     "chunk size not hex": CHUNKED_HEAD + b"g\r\nhello\r\n0\r\n\r\n",
@@ -258,7 +260,7 @@ def test_the_profile_is_the_one_ci_needs() -> None:
 
 #: Defects h11 reads leniently, that aiohttp (and so every stage) refuses.
 H11_LENIENT = {"129 fields", "a field of 8191 bytes", "length twice", "length and chunked"}
-H11_LENIENT |= {"control byte in an extension", "status HTTP/2"}
+H11_LENIENT |= {"control byte in an extension", "status HTTP/2", "status HTTP/1.2"}
 
 
 @pytest.mark.parametrize("defect", sorted(set(DEFECTS) - H11_LENIENT))

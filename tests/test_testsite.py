@@ -573,15 +573,20 @@ def test_wire_oracle_needs_the_stage_and_gives_stage_3_its_own_records() -> None
     assert one.keys() == three.keys()  # the same pages; only some records differ
     differ = {url for url in one if one[url] != three[url]}
     by_stage = {origin + path for path, case in wire_cases().items() if case.stage3}
-    assert differ == by_stage == {origin + "/wire/length-shorter", origin + "/wire/gzip-bomb"}
+    documented = ("length-shorter", "chunk-huge", "chunk-extension", "trailers-endless")
+    assert differ == by_stage == {f"{origin}/wire/{name}" for name in documented}
     for path, case in wire_cases().items():
         assert bool(case.stage3) == bool(case.why), f"{path}: a stage 3 record needs its why"
     failed = Expected(None, None, None, None, 0, 4, True)
     assert one[origin + "/wire/nul"] == three[origin + "/wire/nul"] == failed
     assert one[origin + "/wire/location-latin1"].next_url == origin + "/wire/land/caf%E9"
     assert one[origin + "/wire/location-garbage"].next_url is None
-    assert three[origin + "/wire/gzip-bomb"] == Expected(200, None, "text/html", None, 0, 1, True)
-    assert one[origin + "/wire/gzip-bomb"] == Expected(200, None, "text/html", "utf-8", 0, 1, False)
+    assert three[origin + "/wire/gzip-bomb"] == Expected(
+        200, None, "text/html", "utf-8", 0, 1, False
+    )
+    assert one[origin + "/wire/chunk-huge"] == Expected(200, None, "text/html", None, 0, 1, True)
+    assert one[origin + "/wire/location-twice"].next_url == origin + "/wire/land/a,%20/wire/land/b"
+    assert three[origin + "/wire/land/cookie-gated"].status == 403
 
 
 def test_the_gzip_bomb_inflates_past_the_cap_from_a_few_kilobytes() -> None:

@@ -29,6 +29,12 @@ from shared.testsite.pages import HTML, NEVER, Resource, html_page
 WIRE = "wire"
 #: The same, for bytes that no stage may take as a response: every try fails.
 WIRE_ERROR = "wire-error"
+#: The same, for a response whose body passes the crawlers' 10 MiB cap: too large.
+WIRE_HUGE = "wire-huge"
+#: Not bytes but a page that answers 403, or 200 to a request carrying the cookie
+#: :data:`COOKIE` (server.py): a crawler that sends cookies back sees another page.
+COOKIE_GATE = "cookie-gate"
+COOKIE = b"gate=open"
 
 #: Where the catalogue starts; the root links here with ``Site(wire=True)``.
 WIRE_HUB = "/wire/"
@@ -96,6 +102,7 @@ def gzip_bomb() -> bytes:
 
 
 FIELD_HTML = b"Content-Type: " + HTML.encode()
+CHUNKED = b"Transfer-Encoding: chunked"
 #: The body of most page cases: one link, back to the hub.
 HUB_PAGE = body("Wire case", (WIRE_HUB,))
 #: Redirect targets and the pages linked from cases: plain pages.
@@ -105,7 +112,14 @@ LANDINGS = (
     "/wire/land/%20folded",
     "/wire/land/after-fold",
     "/wire/land/chunked",
+    "/wire/land/a,%20/wire/land/b",
 )
+#: The page behind the cookie, linked only from the case that sets the cookie, so that a
+#: crawler fetches it after it was given the cookie.
+COOKIE_GATED = "/wire/land/cookie-gated"
+#: The longest status line, and the longest field (name and value, without the colon and
+#: the spaces or tabs around the value) that every stage takes.
+LIMIT = 8190
 
 
 @cache
@@ -192,16 +206,105 @@ def wire_cases() -> dict[str, WireCase]:
         "type-latin1": page(
             response("200 OK", [b"Content-Type: text/ht\xe9ml"], HUB_PAGE), (), "text/ht\ufffdml"
         ),
-        # gzip that was never asked for: stages 1 and 2 asked for identity and read the
+        # gzip that was never asked for: every stage asked for identity and reads the
         # compressed bytes as the page they claim to be (no link in them).
-        "gzip-bomb": WireCase(
+        "gzip-bomb": page(response("200 OK", [FIELD_HTML, b"Content-Encoding: gzip"], bomb), ()),
+        # A coding none of the stages asked for, nor can decode: the bytes are the page.
+        "brotli": page(
+            response("200 OK", [FIELD_HTML, b"Content-Encoding: br"], b"\x1b\x03\x00\xf8<p>"), ()
+        ),
+        # Chunked framing past the limits: a chunk larger than the 10 MiB cap (too large at
+        # once), a chunk-size line of a megabyte (the 1,024 bytes a framing line may have),
+        # and a last chunk after which trailers come without end (the body is all there).
+        "chunk-huge": WireCase(
+            Resource(
+                kind=WIRE_HUGE,
+                body=response("200 OK", [FIELD_HTML, CHUNKED], b"ffffffffffffffff\r\n<p>", False),
+            ),
+            stage3=Resource(kind=WIRE_ERROR, content_type=None),
+            why="aiohttp tells no one a chunk's size: stage 3 waits for the chunk's data, and "
+            "the server's close makes each try an error (a server that stays open, a timeout); "
+            "stages 1 and 2 see the size pass the 10 MiB cap and stop at once, as they do for "
+            "a Content-Length past it",
+        ),
+        "chunk-extension": WireCase(
+            Resource(
+                kind=WIRE_ERROR,
+                body=response(
+                    "200 OK",
+                    [FIELD_HTML, CHUNKED],
+                    b"5;" + b"x" * 2**20 + b"\r\nhello\r\n0\r\n\r\n",
+                    False,
+                ),
+                content_type=None,
+            ),
+            stage3=Resource(kind=WIRE),
+            why="aiohttp's parser, the one its wheels bring (llhttp, in C), skips a chunk "
+            "extension of any length, and no setting of aiohttp's bounds it: stage 3 reads the "
+            "page; stages 1 and 2 refuse a framing line past 1,024 bytes",
+        ),
+        "trailers-endless": WireCase(
             Resource(
                 kind=WIRE,
-                body=response("200 OK", [FIELD_HTML, b"Content-Encoding: gzip"], bomb),
+                body=response(
+                    "200 OK",
+                    [FIELD_HTML, CHUNKED],
+                    b"%x\r\n%s\r\n0\r\n" % (len(HUB_PAGE), HUB_PAGE)
+                    + b"".join(b"X-Trailer-%d: t\r\n" % i for i in range(1000)),
+                    False,
+                ),
+                links=(WIRE_HUB,),
             ),
-            stage3=Resource(kind="huge", content_type=HTML),
-            why="aiohttp asks for gzip (Accept-Encoding: gzip, deflate) and inflates it: the "
-            "body passes the 10 MiB cap and is not read to the end, as a huge page",
+            stage3=Resource(kind=WIRE_ERROR, content_type=None),
+            why="aiohttp ends the body only after the trailers, which it reads as a head: past "
+            "128 fields each try fails ('Too many headers received'), and nothing public shows "
+            "the last chunk before that; stages 1 and 2 stop at the last chunk, as they ignore "
+            "trailers",
+        ),
+        # The status line: a NUL in the reason phrase; an HTTP version other than 1.0 and
+        # 1.1; a status below 100; a 101 Switching Protocols nobody asked for, then a 200.
+        "reason-nul": broken(response("200 O\x00K", [FIELD_HTML], HUB_PAGE)),
+        "http-1.2": broken(b"HTTP/1.2" + response("200 OK", [FIELD_HTML], HUB_PAGE)[8:]),
+        "http-2.0": broken(b"HTTP/2.0" + response("200 OK", [FIELD_HTML], HUB_PAGE)[8:]),
+        "status-099": broken(response("099 Early", [FIELD_HTML], HUB_PAGE)),
+        "switching-unasked": broken(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n"
+            + response("200 OK", [FIELD_HTML], HUB_PAGE)
+        ),
+        # The limits at their boundary: a status line and a field of LIMIT bytes, and of one more.
+        "status-at-limit": page(response("200 " + "R" * (LIMIT - 13), [FIELD_HTML], HUB_PAGE)),
+        "status-past-limit": broken(response("200 " + "R" * (LIMIT - 12), [FIELD_HTML], HUB_PAGE)),
+        "field-at-limit": page(
+            response("200 OK", [FIELD_HTML, b"X-Long: " + b"v" * (LIMIT - 6)], HUB_PAGE)
+        ),
+        "field-past-limit": broken(
+            response("200 OK", [FIELD_HTML, b"X-Long: " + b"v" * (LIMIT - 5)], HUB_PAGE)
+        ),
+        # A field given twice is one field, its values joined with ", " (RFC 9110, section
+        # 5.3), whatever field it is: two Locations make one odd target, two types one odd type.
+        "location-twice": WireCase(
+            Resource(
+                kind=WIRE,
+                status=302,
+                body=response(
+                    "302 Found", [b"Location: /wire/land/a", b"Location: /wire/land/b", FIELD_HTML]
+                ),
+                target=LANDINGS[5],
+            )
+        ),
+        "type-twice": page(
+            response("200 OK", [b"Content-Type: text/plain", FIELD_HTML], HUB_PAGE),
+            (),
+            "text/plain, " + HTML,
+        ),
+        # A cookie: no stage keeps it, so the page behind it answers 403 in every stage.
+        "cookie": page(
+            response(
+                "200 OK",
+                [FIELD_HTML, b"Set-Cookie: " + COOKIE + b"; Path=/"],
+                body("A cookie", (COOKIE_GATED,)),
+            ),
+            (COOKIE_GATED,),
         ),
     }
     return {f"/wire/{name}": case for name, case in cases.items()}
@@ -226,6 +329,9 @@ def wire_pages(stage: str | None = None) -> dict[str, Resource]:
         found[path] = html_page(
             f"Landed on {path}", f'<p><a href="{WIRE_HUB}">hub</a></p>', [WIRE_HUB]
         )
+    found[COOKIE_GATED] = Resource(
+        kind=COOKIE_GATE, status=403, body=body("Behind a cookie", (WIRE_HUB,)), links=(WIRE_HUB,)
+    )
     for path, case in cases.items():
         found[path] = case.stage3 if stage == STAGE3 and case.stage3 else case.meaning
     return found

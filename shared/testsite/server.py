@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote_to_bytes, urlsplit
 from aiohttp import web
 
 from shared.testsite import endless
-from shared.testsite.hostile_wire import WIRE, WIRE_ERROR
+from shared.testsite.hostile_wire import COOKIE, COOKIE_GATE, WIRE, WIRE_ERROR, WIRE_HUGE
 from shared.testsite.pages import HTML, Resource
 from shared.testsite.tls import ServerTLS
 from shared.testsite.traps import HUGE_SIZE
@@ -134,8 +134,12 @@ async def answer(site: Site, request: web.Request, path: str, res: Resource) -> 
         return send_raw(request, b"GARBAGE\r\n\r\n")
     if kind == "huge":
         return await send_huge(request)
-    if kind in (WIRE, WIRE_ERROR):  # a response byte for byte, as hostile_wire.py wrote it
+    if kind in (WIRE, WIRE_ERROR, WIRE_HUGE):  # a response byte for byte, from hostile_wire.py
         return send_raw(request, res.body)
+    if kind == COOKIE_GATE:  # 403, unless the request sends the cookie back
+        sent = COOKIE.decode() in request.headers.getall("Cookie", [])
+        status = 200 if sent else res.status
+        return web.Response(status=status, body=res.body, headers={"Content-Type": HTML})
     if kind == "raw":
         # No Content-Type header at all, which web.Response would always add.
         length = f"Content-Length: {len(res.body)}\r\n".encode()
