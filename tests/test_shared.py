@@ -17,7 +17,7 @@ from shared.log import Record
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
-from shared.robots import DISALLOWED, parse_robots, robots_url
+from shared.robots import DISALLOWED, Robots, parse_robots, robots_url
 from shared.testsite import ROBOTS_TXT
 from shared.timeline import Timeline
 from shared.tls import certificate_error, ssl_context
@@ -370,14 +370,30 @@ def test_robots_url_is_at_the_root_of_the_origin() -> None:
 def test_only_a_complete_200_robots_txt_forbids_anything(
     response: Response | None, allowed: bool
 ) -> None:
-    rules = parse_robots(response)
+    rules, problem = parse_robots(response)
+    assert problem is None
     assert rules.can_fetch(USER_AGENT, "http://h/traps/private/x") is allowed
     assert rules.can_fetch(USER_AGENT, "http://h/p/1")
 
 
+def test_robots_txt_lines_that_raise_are_dropped_and_the_rest_obeyed() -> None:
+    """urllib.robotparser raises on these lines; the crawler drops them and says which."""
+    robots = Robots()
+    body = "User-agent: *\nCrawl-delay: \u00b2\nDisallow: /private\nAllow: http://[::1\n"
+    problem = robots.learn("http://h/robots.txt", Response(200, body=body.encode()))
+    assert not robots.allows("http://h/private/x") and robots.allows("http://h/public")
+    assert problem is not None
+    assert problem.startswith(
+        "robots.txt: 2 unreadable lines ignored, the first line 2: ValueError"
+    )
+    # A host holding an escape, which urlsplit() refuses once unquoted: asked all the same.
+    assert robots.learn("http://a%5Bb/robots.txt", None) is None
+    assert robots.allows("http://a%5Bb/x")
+
+
 def test_our_user_agent_picks_its_own_group() -> None:
     text = "User-agent: crawler500\nDisallow: /mine\n\nUser-agent: *\nDisallow: /\n"
-    rules = parse_robots(Response(200, body=text.encode()))
+    rules, _ = parse_robots(Response(200, body=text.encode()))
     assert not rules.can_fetch(USER_AGENT, "http://h/mine/x")
     assert rules.can_fetch(USER_AGENT, "http://h/other")
 
