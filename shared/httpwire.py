@@ -143,12 +143,22 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     return int(match.group(1)), headers
 
 
-def _content_length(value: str) -> int:
-    """Parse Content-Length: digits only, once (no sign, list, repeat or odd space), as aiohttp."""
-    digits = value.lstrip("0") or "0"  # int() refuses strings of more than 4300 digits
-    if not _DIGITS.fullmatch(value) or len(digits) > 20 or int(digits) >= 2**64:  # as aiohttp
+def _content_length(value: str) -> str:
+    """Return the one Content-Length a field value gives; WireError if it gives no one length.
+
+    A value is decimal digits (no sign, no odd space), below 2**64 as in aiohttp.  A list
+    of the same value, as two fields or one field ``5, 5`` (which :func:`_parse_head` makes
+    of two), is that value: RFC 9112, section 6.3.  A list of different values, or with an
+    empty element, is an error, as h11 reads it.  aiohttp refuses any list (REAL_WEB.md).
+    """
+    values = {item.strip(" \t") for item in value.split(",")}
+    if len(values) != 1:
+        raise WireError(f"invalid Content-Length: different values in {value[:40]!r}")
+    (one,) = values
+    digits = one.lstrip("0") or "0"  # int() refuses strings of more than 4300 digits
+    if not _DIGITS.fullmatch(one) or len(digits) > 20 or int(digits) >= 2**64:  # as aiohttp
         raise WireError(f"invalid Content-Length: {value[:40]!r}")
-    return int(digits)
+    return one
 
 
 class ResponseParser:
@@ -278,6 +288,9 @@ class ResponseParser:
         """Choose how the body is framed (RFC 9112, section 6.3) from status and headers."""
         self._body = bytearray()  # made here, not in __init__: see the class's annotations
         headers = self._headers
+        if "content-length" in headers:  # read whatever the status, as h11 and aiohttp do
+            # A list of one value repeated is that value, in the response too, as h11 has it.
+            headers["content-length"] = _content_length(headers["content-length"])
         if self._status < 200:
             self._state = "head"  # an interim response, such as 100 Continue: the real one follows
         elif self._status in (204, 304):
@@ -289,7 +302,7 @@ class ResponseParser:
             last = headers["transfer-encoding"].rsplit(",", 1)[-1].strip(" \t").lower()
             self._state = "size" if last == "chunked" else "close"
         elif "content-length" in headers:
-            self._remaining = _content_length(headers["content-length"])
+            self._remaining = int(headers["content-length"])
             if self._remaining > self._max_body:
                 self._give_up()  # no point waiting for bytes we would throw away
             else:
