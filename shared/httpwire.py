@@ -119,23 +119,26 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     match = _STATUS_LINE.fullmatch(status_line)
     if match is None or len(status_line) > MAX_FIELD:
         raise WireError(f"not an HTTP/1.x status line: {status_line[:40]!r}")
-    fields: list[list[bytes]] = []  # [name, value] pairs, in order
+    # [name, value, its folded lines] for each field, in order; joined once at the end, as
+    # adding each folded line to the value would copy it again and again.
+    fields: list[tuple[bytes, bytes, list[bytes]]] = []
     for line in lines:
         if line[:1] in (b" ", b"\t"):
             # obs-fold (RFC 9112, section 5.2): the line goes on with the field before it.
             # The line break goes and its whitespace stays, as aiohttp does.
             if not fields:  # nothing to continue: refused, as section 2.2 allows
                 raise WireError(f"folded line before any header: {line[:40]!r}")
-            fields[-1][1] += line
+            fields[-1][2].append(line)
             continue
         name, colon, value = line.partition(b":")
         if not colon or not _TOKEN.fullmatch(name):
             raise WireError(f"malformed header line: {line[:40]!r}")
-        fields.append([name, value])
+        fields.append((name, value, []))
     if len(fields) > MAX_FIELDS:
         raise WireError(f"more than {MAX_FIELDS} header fields")
     headers: dict[str, str] = {}
-    for name, raw in fields:
+    for name, value, folded in fields:
+        raw = b"".join([value, *folded])
         if len(name) + len(raw) > MAX_FIELD:
             raise WireError(f"header field longer than {MAX_FIELD} bytes: {name[:40]!r}")
         key, text = name.decode("ascii").lower(), header_text(raw.strip(b" \t"))
