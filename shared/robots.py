@@ -81,7 +81,8 @@ class Robots:
     """What each origin's robots.txt allows, as far as the crawl has learned it.
 
     ``parsed`` maps a robots.txt URL to its parsed rules once the fetch has finished;
-    ``pending`` holds the robots.txt URLs being fetched now.
+    ``pending`` holds the robots.txt URLs being fetched now; ``unread`` maps a robots.txt
+    URL to what could not be read in it, for its record.
     """
 
     def __init__(self, user_agent: str = USER_AGENT) -> None:
@@ -89,6 +90,7 @@ class Robots:
         self.user_agent = user_agent
         self.parsed: dict[str, RobotFileParser] = {}
         self.pending: set[str] = set()
+        self.unread: dict[str, str] = {}
 
     def known(self, url: str) -> bool:
         """Tell whether the rules for url's origin have been learned."""
@@ -103,11 +105,11 @@ class Robots:
         local = urlunsplit(("http", "origin", parts.path, parts.query, ""))
         return self.parsed[robots_url(url)].can_fetch(self.user_agent, local)
 
-    def learn(self, url: str, response: Response | None) -> str | None:
+    def learn(self, url: str, response: Response | None) -> None:
         """Keep the rules of a fetched robots.txt (``response`` None: no response came).
 
-        Return what could not be read in it, for its record (None: nothing).  This never
-        raises: a robots.txt is fetched once per origin, and recorded, whatever it holds.
+        This never raises: a robots.txt is fetched once per origin, and recorded, whatever
+        it holds; the lines it could not read are dropped, and named in ``unread``.
         """
         self.pending.discard(url)
         self.parsed[url], problem = parse_robots(response)
@@ -115,8 +117,8 @@ class Robots:
         obeyed = "its rules obeyed" if readable(response) else "everything allowed"
         LOGGER.info("robots.txt %r: %s, %s", url, found, obeyed)
         if problem is not None:
+            self.unread[url] = problem
             LOGGER.warning("%r: %s", url, problem)
-        return problem
 
 
 def skipped(url: str) -> FetchStatistic:
