@@ -111,8 +111,10 @@ class Robots:
         This never raises: a robots.txt is fetched once per origin, and recorded, whatever
         it holds; the lines it could not read are dropped, and named in ``unread``.
         """
-        self.pending.discard(url)
         self.parsed[url], problem = parse_robots(response)
+        # Only now: were a bug to raise above, the URL would still be pending, and the
+        # failure's record (record_failure) would learn it, as a robots.txt with no answer.
+        self.pending.discard(url)
         found = "no response" if response is None else f"status {response.status}"
         obeyed = "its rules obeyed" if readable(response) else "everything allowed"
         LOGGER.info("robots.txt %r: %s, %s", url, found, obeyed)
