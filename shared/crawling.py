@@ -300,7 +300,7 @@ class BaseCrawler:
         """If url is a robots.txt being fetched, learn its rules and return True."""
         if self.robots_rules is None or url not in self.robots_rules.pending:
             return False
-        self.robots_rules.learn(url, response)
+        self.robots_rules.learn(url, response)  # what it cannot read: unread_robots(url)
         return True
 
     def record(self, stat: FetchStatistic) -> None:
@@ -380,7 +380,7 @@ class BaseCrawler:
         Redirects are followed by the crawler itself, as in the chapter, so that paths
         which join on one target fetch it once ("redirect coalescing").  Only 200
         responses of a parsed type are read for links.  A robots.txt is obeyed and
-        recorded, never read for links nor followed.
+        recorded, never read for links nor followed (its error: :meth:`unread_robots`).
         """
         media_type, charset = content_type(response)
         stat = FetchStatistic(url, response.status, content_type=media_type, tries=tries)
@@ -390,7 +390,7 @@ class BaseCrawler:
             return []
         stat = replace(stat, size=len(response.body))
         if robots:
-            self.record(stat)
+            self.record(replace(stat, error=self.unread_robots(url)))
             return []
         if is_redirect(response.status):
             next_url = redirect_target(url, response)
@@ -416,6 +416,10 @@ class BaseCrawler:
                 self.observer.queued(link)
         self.record(replace(stat, encoding=encoding, num_urls=len(links), num_new_urls=len(new)))
         return [(link, self.max_redirect) for link in sorted(new)]
+
+    def unread_robots(self, url: str) -> str | None:
+        """What could not be read in the robots.txt url, for its record; None: nothing."""
+        return None if self.robots_rules is None else self.robots_rules.unread.get(url)
 
     def result(self, *, interrupted: bool = False) -> CrawlResult:
         """Return the crawl's result; after Ctrl-C, URLs still in flight are recorded too."""

@@ -121,22 +121,25 @@ def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     match = _STATUS_LINE.fullmatch(status_line)
     if match is None or len(status_line) > MAX_FIELD:
         raise WireError(f"not an HTTP/1.x status line: {status_line[:40]!r}")
-    fields: list[list[bytes]] = []  # [name, value] pairs, in order
+    # [name, value, its folded lines] for each field, in order; joined once at the end, as
+    # adding each folded line to the value would copy it again and again.
+    fields: list[tuple[bytes, bytes, list[bytes]]] = []
     for line in lines:
         if line[:1] in (b" ", b"\t"):
             # obs-fold (RFC 9112, section 5.2): the line goes on with the field before it.
             # The line break goes and its whitespace stays, as aiohttp does.
             if not fields:  # nothing to continue: refused, as section 2.2 allows
                 raise WireError(f"folded line before any header: {line[:40]!r}")
-            fields[-1][1] += line
+            fields[-1][2].append(line)
             continue
         name, colon, value = line.partition(b":")
         if not colon or not _TOKEN.fullmatch(name):
             raise WireError(f"malformed header line: {line[:40]!r}")
-        fields.append([name, value])
+        fields.append((name, value, []))
     if len(fields) > MAX_FIELDS:
         raise WireError(f"more than {MAX_FIELDS} header fields")
-    return int(match.group(1)), _joined((name, raw.strip(b" \t")) for name, raw in fields)
+    joined = (b"".join([value, *folded]).strip(b" \t") for _, value, folded in fields)
+    return int(match.group(1)), _joined(zip((name for name, _, _ in fields), joined, strict=True))
 
 
 def _joined(fields: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -175,12 +178,22 @@ def checked_head(
     return _joined(fields)  # aiohttp trimmed each value already, as _parse_head does
 
 
-def _content_length(value: str) -> int:
-    """Parse Content-Length: digits only, once (no sign, list, repeat or odd space), as aiohttp."""
-    digits = value.lstrip("0") or "0"  # int() refuses strings of more than 4300 digits
-    if not _DIGITS.fullmatch(value) or len(digits) > 20 or int(digits) >= 2**64:  # as aiohttp
+def _content_length(value: str) -> str:
+    """Return the one Content-Length a field value gives; WireError if it gives no one length.
+
+    A value is decimal digits (no sign, no odd space), below 2**64 as in aiohttp.  A list
+    of the same value, as two fields or one field ``5, 5`` (which :func:`_parse_head` makes
+    of two), is that value: RFC 9112, section 6.3.  A list of different values, or with an
+    empty element, is an error, as h11 reads it.  aiohttp refuses any list (REAL_WEB.md).
+    """
+    values = {item.strip(" \t") for item in value.split(",")}
+    if len(values) != 1:
+        raise WireError(f"invalid Content-Length: different values in {value[:40]!r}")
+    (one,) = values
+    digits = one.lstrip("0") or "0"  # int() refuses strings of more than 4300 digits
+    if not _DIGITS.fullmatch(one) or len(digits) > 20 or int(digits) >= 2**64:  # as aiohttp
         raise WireError(f"invalid Content-Length: {value[:40]!r}")
-    return int(digits)
+    return one
 
 
 class ResponseParser:
@@ -312,6 +325,9 @@ class ResponseParser:
         headers = self._headers
         if self._status == 101:  # a switch to another protocol, which no request of ours asks for
             raise WireError("101 Switching Protocols, but the request asked for no upgrade")
+        if "content-length" in headers:  # read whatever the status, as h11 and aiohttp do
+            # A list of one value repeated is that value, in the response too, as h11 has it.
+            headers["content-length"] = _content_length(headers["content-length"])
         if self._status < 200:
             self._state = "head"  # an interim response, such as 100 Continue: the real one follows
         elif self._status in (204, 304):
@@ -323,7 +339,7 @@ class ResponseParser:
             last = headers["transfer-encoding"].rsplit(",", 1)[-1].strip(" \t").lower()
             self._state = "size" if last == "chunked" else "close"
         elif "content-length" in headers:
-            self._remaining = _content_length(headers["content-length"])
+            self._remaining = int(headers["content-length"])
             if self._remaining > self._max_body:
                 self._give_up()  # no point waiting for bytes we would throw away
             else:

@@ -87,23 +87,44 @@ def is_parsed(media_type: str | None) -> bool:
     return media_type in PARSED_TYPES
 
 
+#: The charsets a page may choose, by Python's name for each: the encodings of the WHATWG
+#: Encoding Standard, which browsers read, that Python has (UTF-8 and UTF-16, the legacy
+#: single-byte ones, and the Chinese, Japanese and Korean multi-byte ones), and ASCII.
+#: Python knows other codecs by name, and decodes in time that grows faster than the
+#: page with some (punycode, idna), or maps bytes to bytes (rot13, base64), or opens a
+#: door browsers closed (utf-7): a page that names one of those is read as UTF-8.
+TEXT_ENCODINGS = frozenset(
+    {"utf-8", "utf-16", "utf-16-le", "utf-16-be", "ascii"}
+    | {f"iso8859-{n}" for n in (*range(1, 12), *range(13, 17))}
+    | {f"cp{n}" for n in (*range(1250, 1259), 866, 874)}
+    | {"koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "tis-620"}
+    | {"gbk", "gb2312", "gb18030", "big5", "big5hkscs"}
+    | {"euc_jp", "iso2022_jp", "shift_jis", "cp932", "euc_kr", "cp949"}
+)
+
+
 def _known_codec(name: str | None) -> str | None:
-    """Return Python's canonical name for a charset, or None if Python has no such codec."""
+    """Return Python's canonical name for a charset, or None if it is no text encoding we read.
+
+    None for a name Python does not know and for one outside :data:`TEXT_ENCODINGS`.
+    """
     if not name:
         return None
     try:
-        b"a".decode(name, "replace")  # LookupError for unknown and non-text codecs (rot13)
-        return codecs.lookup(name).name
+        codec = codecs.lookup(name).name
     except (LookupError, UnicodeError):  # UnicodeError: a name with a byte that was not UTF-8
         return None
+    return codec if codec in TEXT_ENCODINGS else None
 
 
 def decode_body(body: bytes, header_charset: str | None) -> tuple[str, str]:
     """Decode a body to text; return the text and the canonical charset used.
 
     The charset comes from the Content-Type header, else from a ``<meta>`` tag near
-    the start of the body, else utf-8.  Bytes invalid in that charset are replaced,
-    never raised: a hostile page must not stop the crawl.
+    the start of the body, else utf-8; a name that is no text encoding we read
+    (:data:`TEXT_ENCODINGS`) counts as none, and the charset returned, which the record
+    keeps, is the one used.  Bytes invalid in that charset are replaced, never raised: a
+    hostile page must not stop the crawl.
     """
     charset = _known_codec(header_charset)
     if charset is None:

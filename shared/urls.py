@@ -21,6 +21,10 @@ from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
+#: The longest host name DNS can hold (RFC 1035).  A longer one is no URL of ours, and
+#: is refused before the IDNA codec, whose time grows faster than the name, reads it.
+MAX_HOST = 253
+
 # Characters left alone when re-quoting a path or query: the reserved and unreserved
 # sets of RFC 3986 plus "%", so an already-quoted URL keeps its escapes.
 _SAFE_PATH = "/:@!$&'()*+,;=-._~%"
@@ -74,7 +78,8 @@ def normalize(url: str) -> str | None:
 
     Lower-cases the scheme and host, drops the default port and the fragment, turns
     an empty path into "/", resolves dot segments and quotes characters that may not
-    appear raw (spaces, non-ASCII).  Anything unparsable gives None, never an error.
+    appear raw (spaces, non-ASCII).  Anything unparsable gives None, never an error, and
+    so does a host longer than :data:`MAX_HOST` characters.
     """
     match = _CLEAN.fullmatch(url)
     if match is not None and _as_is(match):
@@ -91,6 +96,8 @@ def _normalize(url: str) -> str | None:
             return None
         host = parts.hostname  # already lower case, brackets of IPv6 removed
         port = parts.port  # raises ValueError for a non-numeric or out-of-range port
+        if len(host) > MAX_HOST:
+            return None
         if not host.isascii():
             host = host.encode("idna").decode("ascii")
     except (ValueError, UnicodeError):

@@ -580,6 +580,12 @@ def test_pagecost_reports_each_part_and_a_profile() -> None:
     assert [row.own_us for row in rows] == sorted((row.own_us for row in rows), reverse=True)
     assert all(f"| {label} |" in pagecost.table(parts, 1) for label in pagecost.PARTS.values())
     assert all(f"| `{row.function}` |" in pagecost.profile_table(rows) for row in rows)
+    # Link finding by page size: a figure per kind and size, on pages of that very size.
+    assert len(pagecost.page_of("ordinary", 4096)) == 4096
+    costs = pagecost.by_size(repeat=1, sizes_kib=(1, 4))
+    assert list(costs) == list(pagecost.PAGE_KINDS)
+    assert all(len(values) == 2 and min(values) > 0 for values in costs.values())
+    assert "| 4 KiB |" in pagecost.size_table(costs, (1, 4))
 
 
 # --- inside: one crawler looked into --------------------------------------------------------

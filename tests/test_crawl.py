@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -27,11 +28,12 @@ from shared import USER_AGENT
 from shared.crawling import Options
 from shared.language import LOCALE_VARIABLES
 from shared.log import WARNING, Record
-from shared.observe import watching
+from shared.observe import Observer, watching
 from shared.report import CrawlResult
 from shared.robots import DISALLOWED as DISALLOWED_ERROR
 from shared.testsite import (
     DISALLOWED,
+    ROBOTS_KINDS,
     ServerTLS,
     Site,
     local_tls,
@@ -41,6 +43,7 @@ from shared.testsite import (
 )
 from shared.testsite.hostile_wire import COOKIE_GATED, wire_pages
 from shared.testsite.oracle import assert_matches_oracle
+from shared.testsite.traps import OBEYED_KINDS
 from shared.timeline import Timeline
 from shared.tools.bench import threaded
 
@@ -401,16 +404,39 @@ def test_ignore_robots_fetches_what_robots_txt_forbids(
     assert "/traps/private/page" in site.requests
 
 
-@pytest.mark.parametrize("robots", [None, "silent", "garbage", "broken"])
-def test_a_missing_or_unreadable_robots_txt_allows_everything(
+class StopOnSecondFetch(Observer):
+    """Press Ctrl-C, as it were, the moment a URL's fetch starts a second time in a crawl.
+
+    A crawler that fetches robots.txt again and again never ends on its own: this ends it,
+    with the partial result, so that the test fails rather than hangs.
+    """
+
+    def __init__(self) -> None:
+        self.started: Counter[str] = Counter()
+
+    def fetch_started(self, url: str) -> None:
+        self.started[url] += 1
+        if self.started[url] > 1:
+            raise KeyboardInterrupt(f"{url} fetched again")
+
+
+@pytest.mark.parametrize("robots", [None, *ROBOTS_KINDS])
+def test_robots_txt_is_one_fetch_and_one_record_whatever_it_holds(
     stage: ModuleType, robots: str | None
 ) -> None:
-    """A 404, no answer at all (a timeout), random bytes, a 500: nothing is forbidden."""
+    """A 404, no answer at all (a timeout), random bytes, a 500, rules, a line no parser reads.
+
+    Each is asked for once and recorded once; only the rules the file spells forbid pages
+    (a line that cannot be read is dropped, the others obeyed), as the oracle says.
+    """
     site = Site(pages=30, robots=robots)
-    with serve(site) as base_url:
+    with serve(site) as base_url, watching(StopOnSecondFetch()):
         result = stage.crawl([base_url], Options(timeout=0.5, max_tries=1))
-        assert_matches_oracle(result, site.expected(base_url, max_tries=1))
-    assert base_url + "traps/private/page" in result.urls
+    assert site.requests["/robots.txt"] == 1
+    assert not result.interrupted, "a URL was fetched twice"
+    assert base_url + "robots.txt" in result.urls
+    assert_matches_oracle(result, site.expected(base_url, max_tries=1))
+    assert (base_url + "traps/private/page" in result.urls) == (robots not in OBEYED_KINDS)
 
 
 # --- the command line, run as a student would run it -------------------------------------

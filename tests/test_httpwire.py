@@ -276,7 +276,8 @@ def test_header_line_without_colon() -> None:
         b"1.5",
         b"",
         b"5, 6",
-        b"5, 5",  # a list, even of one value: aiohttp refuses it too
+        b"5, 05",  # a list of one length, but not of one value, as h11 reads it
+        b"5, , 5",  # an empty element
         b"+5",
         b"5\xa0",  # NBSP is no whitespace in HTTP: str.strip() would have dropped it
         b"\xa05",
@@ -291,9 +292,16 @@ def test_invalid_content_length(value: bytes) -> None:
         ResponseParser().feed(b"HTTP/1.1 200 OK\r\nContent-Length: " + value + b"\r\n\r\n")
 
 
-def test_repeated_content_length_is_refused_even_when_identical() -> None:
+@pytest.mark.parametrize(
+    "fields", [b"Content-Length: 5, 5", b"Content-Length: 5\r\nContent-Length: 5"]
+)
+def test_a_content_length_list_of_one_value_is_that_value(fields: bytes) -> None:
+    """RFC 9112, section 6.3: a list (or a repeat) of the same valid value is that value."""
+    parser = parse(b"HTTP/1.1 200 OK\r\n" + fields + b"\r\n\r\nhello, and more")
+    assert parser.response().body == b"hello"
+    assert parser.response().headers == {"content-length": "5"}
     with pytest.raises(WireError, match="Content-Length"):
-        parse(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello")
+        parse(b"HTTP/1.1 200 OK\r\n" + fields + b"\r\nContent-Length: 6\r\n\r\nhello")
 
 
 def test_content_length_between_tabs_and_with_leading_zeros() -> None:

@@ -2,29 +2,34 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
 import ssl
 import sys
+import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from shared import USER_AGENT, cli, log
 from shared.cli import configure_logging, parse_args
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
+from shared.httpwire import _parse_head
 from shared.language import LOCALE_VARIABLES, chosen_language
 from shared.links import parse_links
 from shared.log import Record
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
-from shared.robots import DISALLOWED, parse_robots, robots_url
+from shared.robots import DISALLOWED, Robots, parse_robots, robots_url
 from shared.testsite import ROBOTS_TXT
 from shared.testsite.cli import build_parser as site_parser
 from shared.timeline import Timeline
 from shared.tls import certificate_error, ssl_context
-from shared.urls import UrlRules, normalize
+from shared.urls import BaseUrl, UrlRules, normalize
 
 # --- normalize -------------------------------------------------------------------------
 
@@ -212,6 +217,8 @@ def test_charset_comes_from_header_then_meta_then_utf8() -> None:
 def test_unknown_and_non_text_charsets_fall_back() -> None:
     assert decode_body(b"abc", "no-such-charset")[1] == "utf-8"
     assert decode_body(b"abc", "rot13")[1] == "utf-8"
+    # Text codecs no browser reads, punycode's decoder quadratic: read as UTF-8 too.
+    assert {decode_body(b"abc", name)[1] for name in ("punycode", "idna", "utf-7")} == {"utf-8"}
     assert decode_body(b'<meta charset="base64">abc', None)[1] == "utf-8"
 
 
@@ -373,14 +380,30 @@ def test_robots_url_is_at_the_root_of_the_origin() -> None:
 def test_only_a_complete_200_robots_txt_forbids_anything(
     response: Response | None, allowed: bool
 ) -> None:
-    rules = parse_robots(response)
+    rules, problem = parse_robots(response)
+    assert problem is None
     assert rules.can_fetch(USER_AGENT, "http://h/traps/private/x") is allowed
     assert rules.can_fetch(USER_AGENT, "http://h/p/1")
 
 
+def test_robots_txt_lines_that_raise_are_dropped_and_the_rest_obeyed() -> None:
+    """urllib.robotparser raises on these lines; the crawler drops them and says which."""
+    robots = Robots()
+    body = "User-agent: *\nCrawl-delay: \u00b2\nDisallow: /private\nAllow: http://[::1\n"
+    robots.learn("http://h/robots.txt", Response(200, body=body.encode()))
+    assert not robots.allows("http://h/private/x") and robots.allows("http://h/public")
+    problem = robots.unread["http://h/robots.txt"]
+    assert problem.startswith(
+        "robots.txt: 2 unreadable lines ignored, the first line 2: ValueError"
+    )
+    # A host holding an escape, which urlsplit() refuses once unquoted: asked all the same.
+    robots.learn("http://a%5Bb/robots.txt", None)
+    assert robots.allows("http://a%5Bb/x") and "http://a%5Bb/robots.txt" not in robots.unread
+
+
 def test_our_user_agent_picks_its_own_group() -> None:
     text = "User-agent: crawler500\nDisallow: /mine\n\nUser-agent: *\nDisallow: /\n"
-    rules = parse_robots(Response(200, body=text.encode()))
+    rules, _ = parse_robots(Response(200, body=text.encode()))
     assert not rules.can_fetch(USER_AGENT, "http://h/mine/x")
     assert rules.can_fetch(USER_AGENT, "http://h/other")
 
@@ -770,3 +793,77 @@ def test_a_message_stderr_cannot_take_is_dropped(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(sys, "stderr", Gone())
     log.Logger("crawler").error("lost")  # no exception
+
+
+# --- work per page: linear in the page ---------------------------------------------------
+
+
+def _head(n: int) -> bytes:
+    """A head whose one field goes on over folded lines, n bytes of them (no blank line:
+    _parse_head is given the head alone, past the 64 KiB a parser would stop at)."""
+    return b"HTTP/1.1 200 OK\r\nX-A: a\r\n" + b" b\r\n" * (n // 4)
+
+
+#: What each step does to a page, on what input it was (or could be) slow: the function,
+#: and the input of about n bytes.  Each case names the part it holds linear.
+ADVERSARIAL: dict[str, tuple[Callable[[Any], object], Callable[[int], Any]]] = {
+    "CDATA openers never closed": (
+        lambda text: parse_links("http://h/", text),
+        lambda n: "<![CDATA[ x" * (n // 11),
+    ),
+    "comment openers never closed": (
+        lambda text: parse_links("http://h/", text),
+        lambda n: "<!-- <a href=/x> " * (n // 17),
+    ),
+    "a charset whose codec is quadratic (punycode)": (
+        lambda body: decode_body(body, "punycode"),
+        lambda n: b"x" * (n // 2) + b"-" + b"a" * (n // 2),
+    ),
+    "a path of %": (normalize, lambda n: "http://h/" + "%" * n),
+    "a path of ../": (normalize, lambda n: "http://h/" + "../" * (n // 3)),
+    "a link of ;": (BaseUrl("http://h/a/b").join, lambda n: ";" * n),
+    "a host of non-ASCII letters": (normalize, lambda n: "http://" + "\u00e9" * (n // 2) + "/"),
+    "a head of folded lines": (_parse_head, _head),
+}
+
+
+#: The two sizes, and how many times slower per byte the large one may be: a linear step
+#: stays near 1 even on a busy machine, a quadratic one comes near 16.
+SMALL, LARGE, BOUND = 8 * 1024, 128 * 1024, 4
+
+
+def _seconds(run: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    run()
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("case", sorted(ADVERSARIAL))
+def test_work_per_page_grows_as_the_page_does(case: str) -> None:
+    """16 times the input costs at most 4 times more per byte: linear passes, quadratic fails.
+
+    The large input is 16 times the small one, and the small one is run 16 times as often:
+    the same bytes in all, so a step whose time grows with the size takes about as long on
+    both, and a quadratic one 16 times as long on the large one.  Each is run often enough
+    to last some 30 ms, so that a busy machine's pauses weigh little; the two take turns,
+    5 times, so that both see the same load, and the shortest of each is compared.  A step
+    that raises (an error for the page) counts as done.
+    """
+    step, make = ADVERSARIAL[case]
+    small, large = make(SMALL), make(LARGE)
+
+    def run(arg: Any, times: int) -> None:
+        for _ in range(times):
+            with contextlib.suppress(Exception):
+                step(arg)
+
+    run(small, 1)  # warm up: lxml makes its parser on the first page
+    rounds = max(1, round(0.03 / _seconds(lambda: run(large, 1))))
+    small_s = large_s = float("inf")
+    for _ in range(5):
+        small_s = min(small_s, _seconds(lambda: run(small, rounds * LARGE // SMALL)))
+        large_s = min(large_s, _seconds(lambda: run(large, rounds)))
+        if large_s >= 2 * BOUND * small_s:
+            break  # far past the bound: a slow step need not be waited for again
+    per_byte_growth = large_s / small_s
+    assert per_byte_growth < BOUND, f"{case}: {per_byte_growth:.1f} times slower per byte"

@@ -53,7 +53,7 @@ from urllib.parse import urlsplit
 
 from shared.testsite.endless import ENDLESS_FAILING
 from shared.testsite.hostile_wire import WIRE_HUGE
-from shared.testsite.traps import DISALLOWED, FAILING_KINDS
+from shared.testsite.traps import DISALLOWED, FAILING_KINDS, OBEYED_KINDS, UNREADABLE_LINES
 
 if TYPE_CHECKING:
     from shared.report import CrawlResult, FetchStatistic
@@ -111,11 +111,15 @@ def origin_of(base_url: str) -> str:
 
 
 def robots_record(site: Site, max_tries: int) -> Expected:
-    """The record of the /robots.txt fetch that begins every crawl that obeys it."""
+    """The record of the /robots.txt fetch that begins every crawl that obeys it.
+
+    A file with a line the crawler cannot read is a 200 whose record names that line.
+    """
     res = site.resource("/robots.txt")
     if res.kind in FAILING_KINDS:
         return Expected(None, None, None, None, 0, max_tries, True)
-    return Expected(res.status, None, media_type(res.content_type), None, 0, 1, False)
+    unreadable = site.robots in UNREADABLE_LINES
+    return Expected(res.status, None, media_type(res.content_type), None, 0, 1, unreadable)
 
 
 def walk(
@@ -138,7 +142,7 @@ def walk(
     if not ignore_robots:
         walk.records[origin + "/robots.txt"] = robots_record(site, max_tries)
     # Decided from the site's own definition: the prefixes it writes into robots.txt.
-    obeyed = not ignore_robots and site.robots == "rules"
+    obeyed = not ignore_robots and site.robots in OBEYED_KINDS
     disallowed = DISALLOWED if obeyed else ()
 
     def allowed(url: str) -> bool:

@@ -20,7 +20,10 @@ robots.txt rules being prefixes, ``/p/7``, ``/p/70`` .. ``/p/79`` and so on).  T
 oracle decides from :data:`DISALLOWED` itself, not by parsing the file: a forbidden URL
 it reaches gets a record with no tries, and its links are never found.  ``"silent"``,
 ``"garbage"`` and ``"broken"`` robots.txt files answer nothing, random bytes and a 500:
-each allows everything.
+each allows everything.  ``"bad-delay"`` and ``"bad-path"`` serve :data:`ROBOTS_TXT` with
+one line more that ``urllib.robotparser`` cannot read (:data:`UNREADABLE_LINES`): the crawler
+drops that line and obeys the rest, so the oracle decides from :data:`DISALLOWED` as for
+``"rules"``, and the robots.txt record, a 200, carries an error naming the line.
 """
 
 from __future__ import annotations
@@ -104,18 +107,34 @@ HOSTILE: dict[str, str] = {
 #: Path prefixes that the site's robots.txt forbids (with ``robots="rules"``).
 DISALLOWED = ("/traps/private/", "/p/7")
 
-#: The robots.txt served with ``robots="rules"``: a group for some other crawler, which
-#: ours must not obey, and the group for everyone else, which it must.
-ROBOTS_TXT = (
-    "# robots.txt of the crawler500 test site\n"
-    "User-agent: SomeOtherBot\n"
-    "Disallow: /\n"
-    "\n"
-    "User-agent: *\n" + "".join(f"Disallow: {prefix}\n" for prefix in DISALLOWED)
-)
+
+def robots_txt(extra: str = "") -> str:
+    """A robots.txt with a group for some other crawler, which ours must not obey, and the
+    group for everyone else, which it must; ``extra`` is a line put first in that group."""
+    return (
+        "# robots.txt of the crawler500 test site\n"
+        "User-agent: SomeOtherBot\n"
+        "Disallow: /\n"
+        "\n"
+        "User-agent: *\n" + extra + "".join(f"Disallow: {prefix}\n" for prefix in DISALLOWED)
+    )
+
+
+#: The robots.txt served with ``robots="rules"``.
+ROBOTS_TXT = robots_txt()
+
+#: robots.txt kind -> the one line of its file that ``urllib.robotparser`` raises on, put
+#: before the rules of :data:`ROBOTS_TXT`.
+UNREADABLE_LINES = {
+    "bad-delay": "Crawl-delay: \u00b2",  # a digit to str.isdigit(), none to int(): ValueError
+    "bad-path": "Disallow: http://[::1",  # a rule read as a URL, whose [ never closes
+}
 
 #: What ``Site(robots=...)`` may serve at /robots.txt (None, the default: a 404).
-ROBOTS_KINDS = ("rules", "silent", "garbage", "broken")
+ROBOTS_KINDS = ("rules", "silent", "garbage", "broken", *UNREADABLE_LINES)
+
+#: The kinds whose rules a crawler obeys: those of :data:`DISALLOWED`.
+OBEYED_KINDS = frozenset({"rules", *UNREADABLE_LINES})
 
 #: Hostile kinds that never give a complete response: every try fails ("wire-error":
 #: hostile_wire.py's WIRE_ERROR).
@@ -496,6 +515,9 @@ def robots_page(kind: str) -> Resource:
         return Resource(kind="silent", content_type=None)
     if kind == "garbage":  # a 200 whose body holds no rule at all
         return Resource(content_type="text/plain", body=binary_body(), encoding=None)
+    if kind in UNREADABLE_LINES:
+        body = robots_txt(UNREADABLE_LINES[kind] + "\n").encode()
+        return Resource(content_type="text/plain; charset=utf-8", body=body, encoding=None)
     if kind == "broken":
         return Resource(status=500, body=b"<html><body>robots.txt is broken</body></html>\n")
     raise ValueError(f"robots must be None or one of {', '.join(ROBOTS_KINDS)} (got {kind!r})")

@@ -13,6 +13,10 @@ It prints, in microseconds of CPU per page (the best of --repeat passes):
   and normalising them (the rest of :func:`shared.links.parse_links`), the scope check
   (:meth:`shared.urls.UrlRules.allowed` on each link) and, as the remainder, the
   record's own bookkeeping;
+* link finding (:func:`shared.links.parse_links`) on one page of 1 KiB to 1 MiB, an
+  ordinary page and one of CDATA openers that never close, in µs per KiB: a figure that
+  stays flat as the page grows is a cost in proportion to it (a measurement, not a test:
+  tests/test_shared.py bounds the growth);
 * with ``--profile N``, cProfile's N most expensive functions in one pass, by their own
   time.  The profiler adds a cost to every call, so it inflates code made of many small
   calls: read it for where the time goes, and the table above it for how much.
@@ -32,6 +36,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -199,6 +204,49 @@ def measure(corpus: Corpus, repeat: int = 5) -> dict[str, float]:
     }
 
 
+#: The page sizes link finding is measured at, in KiB: 1 KiB to 1 MiB.
+SIZES_KIB = (1, 4, 16, 64, 256, 1024)
+#: The pages it is measured on: what each is made of, repeated to the size.
+PAGE_KINDS = {
+    "ordinary": '<p>Some words of text, and <a href="/p/{n}">a link</a> to another page.</p>\n',
+    "CDATA never closed": "<![CDATA[ <a href=/never> ",
+}
+
+
+def page_of(kind: str, size: int) -> str:
+    """A page of ``size`` characters made of the kind's piece (numbered, for the links)."""
+    piece = PAGE_KINDS[kind]
+    count = size // len(piece.replace("{n}", "")) + 1  # numbers make pieces longer, not shorter
+    return "".join(piece.replace("{n}", str(n % 100)) for n in range(count))[:size]
+
+
+def by_size(repeat: int = 5, sizes_kib: Sequence[int] = SIZES_KIB) -> dict[str, list[float]]:
+    """µs of CPU per KiB that link finding takes on each kind of page, at each size."""
+    found: dict[str, list[float]] = {}
+    for kind in PAGE_KINDS:
+        found[kind] = []
+        for kib in sizes_kib:
+            text = page_of(kind, kib * 1024)
+            seconds = best_cpu(partial(parse_links, "http://h/", text), repeat)
+            found[kind].append(seconds * 1e6 / kib)
+    return found
+
+
+def size_table(costs: dict[str, list[float]], sizes_kib: Sequence[int] = SIZES_KIB) -> str:
+    """Link finding by page size as a markdown table."""
+    lines = [
+        "| link finding, µs of CPU per KiB | "
+        + " | ".join(f"{kib} KiB" for kib in sizes_kib)
+        + " |",
+        "|---|" + "---:|" * len(sizes_kib),
+    ]
+    lines += [
+        f"| {kind} | " + " | ".join(f"{value:.1f}" for value in values) + " |"
+        for kind, values in costs.items()
+    ]
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class ProfileRow:
     """One function in cProfile's account of a pass, per page."""
@@ -283,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     corpus = fetch_site(site)
     print(describe(site, corpus), end="\n\n")
     print(table(measure(corpus, args.repeat), args.repeat))
+    print()
+    print(size_table(by_size(args.repeat)))
     if args.profile:
         print()
         print(profile_table(profile(corpus, args.profile)))
