@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.tools.exercises import workspace
-from shared.tools.exercises.bodies import FunctionNode
+from shared.tools.exercises import answers, workspace
+from shared.tools.exercises.bodies import FunctionNode, put_bodies
 from shared.tools.exercises.catalog import ROOT, Exercise
 from shared.tools.exercises.messages import say
 
@@ -301,9 +301,19 @@ def facts(exercise: Exercise) -> dict[str, Any]:
     by_file: dict[str, list[str]] = {}
     for target in exercise.replace:
         by_file.setdefault(target.path, []).append(target.qualname)
+    # The reference, and each task's step towards it (`solve --task N`): a student who
+    # stops after task N has written what that step holds, and may use what it uses.
+    known = answers.load(exercise)
+    stages = [known.bodies(task) for task in sorted(known.tasks)]
     references = []
     for path, names in by_file.items():
-        references += [node for _, node in functions(ast.parse((ROOT / path).read_bytes()), names)]
+        source = (ROOT / path).read_text(encoding="utf-8")
+        versions = [source]
+        for bodies in stages:
+            mine = {t.qualname: body for t, body in bodies.items() if t.path == path}
+            versions += [put_bodies(source, mine)] if mine else []
+        for text in versions:
+            references += [node for _, node in functions(ast.parse(text), names)]
     files = {
         path: {"emptied": names, "outline": expected_outline(texts[path].encode(), names)}
         for path, names in by_file.items()
