@@ -7,9 +7,67 @@ test gives the marker those verdicts instead of running a check.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from shared.tools.exercises import catalog, workspace
 from shared.tools.exercises.bodies import empty_functions
+from shared.tools.exercises.catalog import HINT_TASK, hint_task
+from shared.tools.exercises.cli import main
+
+
+def shown(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    """What `hint` prints."""
+    capsys.readouterr()
+    assert main(["hint", *args]) == 0
+    return capsys.readouterr().out
+
+
+def test_after_task_1_passes_hint_gives_the_next_task_s_hint_first(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercise = catalog.named("s2-step")
+    assert exercise.hint_tasks[:2] == (1, 2), "s2-step: its first hint is task 1's alone"
+    assert main(["start", "s2-step"]) == 0  # the default workspace, which `hint` reads
+    folder = out / "s2-step"
+    # What `check` keeps after a check where task 1 passed and tasks 2 and 3 failed.
+    workspace.remember_verdicts(exercise, folder, {1: True, 2: False, 3: False})
+    task_2 = [n for n, task in enumerate(exercise.hint_tasks) if task == 2]
+    for number in task_2:
+        said = shown(capsys, "s2-step")
+        assert said.startswith(f"hint {number + 1} of {len(exercise.hints)}: Task 2:"), said
+    # `check --task 2` then passes task 2 alone: task 3's hints come next.
+    workspace.remember_verdicts(exercise, folder, {2: True})
+    assert ": Task 3:" in shown(capsys, "s2-step")
+    assert workspace.last_verdicts(exercise, folder) == {1: True, 2: True, 3: False}
+    # The Chinese hints follow the same choice, and share what was shown.
+    assert "：任务 3：" in shown(capsys, "s2-step", "--lang", "zh-CN")
+    workspace.remember_verdicts(exercise, folder, {3: True})
+    assert "no hint needed" in shown(capsys, "s2-step")
+
+
+def test_before_any_check_the_hints_come_in_their_order(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercise = catalog.named("s2-step")
+    assert main(["start", "s2-step"]) == 0
+    for number, task in enumerate(exercise.hint_tasks[:3], 1):
+        said = shown(capsys, "s2-step")
+        assert said.startswith(f"hint {number} of {len(exercise.hints)}: Task {task}:"), said
+
+
+@pytest.mark.parametrize("exercise", catalog.all_exercises(), ids=lambda e: e.name)
+def test_every_hint_names_its_task_in_each_language(exercise: catalog.Exercise) -> None:
+    tasks = catalog.tasks_in((catalog.ROOT / exercise.tests).read_text(encoding="utf-8"))
+    assert set(exercise.hint_tasks) <= set(tasks), f"{exercise.name}: a hint for no task"
+    for lang in ("en", "zh-CN"):
+        said = [hint_task(hint) for hint in exercise.hints_in(lang)]
+        assert said == list(exercise.hint_tasks), (
+            f"{exercise.name}: its {lang} hints do not start with the tasks of the English "
+            f"ones ({HINT_TASK.pattern}): {said}"
+        )
+
 
 GENERATOR = '''
 def fetch(url):
