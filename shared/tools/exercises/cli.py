@@ -17,6 +17,7 @@ results formats.  The teachers' verbs (`solve`, `handout`, `grade`) speak Englis
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from shared.tools.language import LANGUAGES, display_width, locale_language, pad
 # How the README tells students to run this tool; a handout has no nox.
 COMMAND = handout.TOOL if workspace.in_handout() else "nox -s exercise --"
 SUMMARY_COLUMNS = 88  # `list` wraps each summary to this many columns, indented by 4
+READABLE_COLUMNS = 100  # `check` wraps its lines to the terminal, but no wider than this
 
 
 class Usage(Exception):
@@ -215,6 +217,14 @@ def do_start(exercise: Exercise, into: Path | None, force: bool, lang: str = "en
     return 0
 
 
+def screen_columns() -> int | None:
+    """The columns `check` wraps its lines to: the terminal's, at most READABLE_COLUMNS; None
+    (a line per task, as long as it is) when the output goes to a file or a program."""
+    if not sys.stdout.isatty():
+        return None
+    return max(40, min(READABLE_COLUMNS, shutil.get_terminal_size().columns))
+
+
 def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     """`check`: one line per task; 0 when every task passed, 2 when the tests were changed."""
     outputs: list[Path] = args.output or []
@@ -249,13 +259,14 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
         verdicts = {task.number: task.passed for task in result.tasks}
         workspace.remember_verdicts(exercise, folder, verdicts)
     # The screen hears the reader's language; a file, whatever its format, a program reads.
+    columns = screen_columns()
     if outputs:
-        print(reports.as_text(exercise, result, lang), end="")
+        print(reports.as_text(exercise, result, lang, columns), end="")
         for form, path in zip(forms, outputs, strict=True):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(reports.render(form, exercise, result), encoding="utf-8")
     else:
-        print(reports.render(forms[0], exercise, result, lang), end="")
+        print(reports.render(forms[0], exercise, result, lang, columns), end="")
     on_screen = bool(outputs) or forms == ["text"]  # the text, not a format
     if not result.passed and result.ran and not args.verbose and on_screen:
         # The same check again, on the same folder and task, with pytest's own report.
