@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from shared.tools.exercises import catalog, workspace
+from shared.tools.exercises import answers, catalog, workspace
 from shared.tools.exercises.bodies import empty_functions
 from shared.tools.exercises.catalog import HINT_TASK, hint_task
 from shared.tools.exercises.cli import main
+
+ANSWER_LINE = 16  # characters: a statement this long, copied into a hint, gives the answer away
 
 
 def shown(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -95,3 +97,30 @@ def test_what_is_left_of_an_emptied_generator_changes_nothing_under_the_student_
         extra = steps.send("ok")
         pytest.fail(f"the line left of the emptied body yielded {extra!r} after the student's")
     assert replies == ["ok"]
+
+
+def code_lines(exercise: catalog.Exercise) -> set[str]:
+    """The statements of the exercise's reference bodies long enough to be an answer line."""
+    lines = set()
+    for target in exercise.replace:
+        for line in answers.reference_body(target).splitlines():
+            statement = line.partition("  #")[0].strip().rstrip(":")
+            if len(statement) >= ANSWER_LINE and not statement.startswith("#"):
+                lines.add(statement)
+    return lines
+
+
+@pytest.mark.parametrize("exercise", catalog.all_exercises(), ids=lambda e: e.name)
+def test_the_last_hint_of_a_task_names_the_idea_not_a_line_of_the_answer(
+    exercise: catalog.Exercise,
+) -> None:
+    """The answer is `solve`'s: a hint may name a method, not copy a statement."""
+    tasks = exercise.hint_tasks
+    lines = code_lines(exercise)
+    for lang in ("en", "zh-CN"):
+        hints = exercise.hints_in(lang)
+        for number, hint in enumerate(hints):
+            if number + 1 < len(tasks) and tasks[number + 1] == tasks[number]:
+                continue  # not the last of its task
+            copied = [line for line in lines if line in hint]
+            assert not copied, f"{exercise.name}: {lang} hint {number + 1} copies {copied}"
