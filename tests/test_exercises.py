@@ -23,7 +23,14 @@ import pytest
 
 from shared import STAGES
 from shared.tools.exercises import catalog, checking, workspace
-from shared.tools.exercises.bodies import body_text, empty_functions, locate, put_bodies, yields
+from shared.tools.exercises.bodies import (
+    KEEPS_A_GENERATOR,
+    body_text,
+    empty_functions,
+    locate,
+    put_bodies,
+    yields,
+)
 from shared.tools.exercises.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -380,8 +387,7 @@ def test_emptying_keeps_decorators_signature_docstring_and_every_other_byte() ->
         '        raise NotImplementedError("write Thing.method")\n',
     ).replace(
         "        yield from range(3)\n",
-        '        raise NotImplementedError("write Thing.gen")\n'
-        "        yield  # keeps this function a generator\n",
+        f'        raise NotImplementedError("write Thing.gen")\n        {KEEPS_A_GENERATOR}\n',
     ).replace(
         "        return 1\n",
         '        raise NotImplementedError("write Thing.coro")\n',

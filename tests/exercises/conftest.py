@@ -203,15 +203,15 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 
 
 def short_reason(call: pytest.CallInfo[None]) -> str:
-    """The first line of what went wrong, short enough for one line of `check`."""
+    """The first line of what went wrong, whole: `check` shortens what can be said shorter
+    (an object's repr) and wraps the sentence to the reader's screen, but never cuts it."""
     if call.excinfo is None:
         return ""
     if call.excinfo.errisinstance((TimeLimitExceeded, pytest.fail.Exception)):
         text = str(call.excinfo.value)  # its words say it all: no type name before them
     else:
         text = call.excinfo.exconly()
-    line = (text.strip().splitlines() or ["?"])[0]
-    return line if len(line) <= 160 else line[:157] + "..."
+    return (text.strip().splitlines() or ["?"])[0]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -19,6 +19,8 @@ import json
 from dataclasses import dataclass
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+#: The line that follows the `raise` of an emptied generator (see `stub_lines`).
+KEEPS_A_GENERATOR = "yield from ()  # yields nothing: it only keeps this function a generator"
 
 
 class BodyError(ValueError):
@@ -163,10 +165,14 @@ def stub_lines(body: Body, message: str, newline: str) -> list[str]:
     # json.dumps: a double-quoted literal, and every escape it writes is also Python's.
     lines = [f"{body.indent}raise NotImplementedError({json.dumps(message)}){newline}"]
     if body.is_generator:
-        # Never reached, but it keeps the function a generator: a caller that expects
-        # one (a Task, a `yield from`) gets the error when it runs it, as it would
-        # get any error the finished function raised.
-        lines.append(f"{body.indent}yield  # keeps this function a generator{newline}")
+        # It keeps the function a generator: a caller that expects one (a Task, a
+        # `yield from`) gets the error when it runs it, as it would get any error the
+        # finished function raised.  `yield from ()` rather than a bare `yield`: a student
+        # who writes the body in place of the `raise` line alone leaves this line behind,
+        # and then it yields nothing and changes nothing.  A bare `yield` left behind
+        # would hand None to the Task driving the function, whose error ("a task may only
+        # yield Futures, not None") points far from the leftover line.
+        lines.append(f"{body.indent}{KEEPS_A_GENERATOR}{newline}")
     return lines
 
 

@@ -98,6 +98,21 @@ class Exercise:
         """The hints in ``lang`` (none where exercise.toml has no `hints-LANG`)."""
         return self.hints if lang == "en" else dict(self.translated_hints).get(lang, ())
 
+    @property
+    def hint_tasks(self) -> tuple[int, ...]:
+        """The task each hint is for, in the hints' order: what its "Task N:" says."""
+        return tuple(hint_task(hint) or 0 for hint in self.hints)
+
+
+#: How a hint says which task it is for: "Task 2: ..." (and in Chinese, "任务 2：...").
+HINT_TASK = re.compile(r"(?:Task|任务) (\d+)[:：]")
+
+
+def hint_task(hint: str) -> int | None:
+    """The task a hint is for, read from its first words, or None if they name none."""
+    match = HINT_TASK.match(hint)
+    return int(match[1]) if match else None
+
 
 def _text(data: dict[str, Any], key: str, where: Path) -> str:
     value = data.get(key)
@@ -113,6 +128,15 @@ def _texts(
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ExerciseError(f"{where}: `{key}` must be a list of strings")
     return value
+
+
+def _hints(data: dict[str, Any], where: Path) -> tuple[str, ...]:
+    """The English hints, each of which starts by naming its task: `hint` picks by task."""
+    hints = tuple(_texts(data, "hints", where))
+    for hint in hints:
+        if hint_task(hint) is None:
+            raise ExerciseError(f"{where}: a hint must start with 'Task N: ': {hint[:40]!r}")
+    return hints
 
 
 def _weights(data: dict[str, Any], where: Path) -> tuple[tuple[int, int], ...]:
@@ -166,7 +190,7 @@ def load(folder: Path) -> Exercise:
         chapter=str(data.get("chapter", "")),
         replace=tuple(targets),
         tests=tests,
-        hints=tuple(_texts(data, "hints", where)),
+        hints=_hints(data, where),
         support=tuple(support),
         weights=_weights(data, where),
         translated_hints=tuple(

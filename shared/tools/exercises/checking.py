@@ -29,6 +29,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -55,6 +56,41 @@ DEFAULT_TIME_LIMIT = 20.0
 RUNNER = Path(__file__).resolve().with_name("runner.py")
 
 
+#: What the inside of a repr in a reason says, and how a student reads it better: an
+#: object by its class (``<stage2_generators.tasks.Task object at 0x7fe4...>`` is ``Task``),
+#: a function, method, generator or coroutine by its name, an asyncio task by its name.
+REPRS = (
+    (re.compile(r"(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+"), r"\1"),
+    (re.compile(r"(generator|coroutine) object ([\w.<>]+) at 0x[0-9a-fA-F]+"), r"\1 \2"),
+    (re.compile(r"(?:built-in )?function ([\w.<>]+) at 0x[0-9a-fA-F]+"), r"\1"),
+    (re.compile(r"bound method ([\w.<>]+) of .*", re.DOTALL), r"\1"),
+    (re.compile(r"(Task|Future)\b.*? name='([^']*)'.*", re.DOTALL), r"\1 '\2'"),
+    (re.compile(r"(?:[\w.]+\.)?socket\b.*?(fd=-?\d+).*", re.DOTALL), r"socket \1"),
+)
+
+
+def shorter_reprs(text: str) -> str:
+    """``text`` with each repr of an object said by its name (see REPRS), innermost first;
+    a repr none of them matches stays as it is."""
+    done: list[str] = []
+    opened: list[int] = []  # where each `<` still open starts, in ``done``'s characters
+    for char in text:
+        if char == "<":
+            opened.append(len(done))
+        elif char == ">" and opened:
+            start = opened.pop()
+            inside = "".join(done[start + 1 :])
+            for pattern, name in REPRS:
+                if pattern.fullmatch(inside):
+                    done[start:] = list(pattern.sub(name, inside))
+                    break
+            else:
+                done.append(char)
+            continue
+        done.append(char)
+    return "".join(done)
+
+
 @dataclass
 class TaskResult:
     """The verdict on one task: passed, or failed and the first reason why."""
@@ -74,7 +110,7 @@ class TaskResult:
         """The task's line of the check's output, in ``lang`` (a test's own words as they are)."""
         if self.passed:
             return say(lang, "task.passed", number=self.number)
-        reason = again(self.reasons[0], lang)
+        reason = again(shorter_reprs(self.reasons[0]), lang)
         if self.tests > 1:
             failed, tests = len(self.reasons), self.tests
             return say(

@@ -17,6 +17,7 @@ results formats.  The teachers' verbs (`solve`, `handout`, `grade`) speak Englis
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from shared.tools.language import LANGUAGES, display_width, locale_language, pad
 # How the README tells students to run this tool; a handout has no nox.
 COMMAND = handout.TOOL if workspace.in_handout() else "nox -s exercise --"
 SUMMARY_COLUMNS = 88  # `list` wraps each summary to this many columns, indented by 4
+READABLE_COLUMNS = 100  # `check` wraps its lines to the terminal, but no wider than this
 
 
 class Usage(Exception):
@@ -110,8 +112,11 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--output", action="append", type=Path, metavar="PATH", help="default: standard output"
     )
-    hint = verbs.add_parser("hint", help="the next hint, one at a time")
+    hint = verbs.add_parser(
+        "hint", help="the next hint, one at a time, for the first task the last check failed"
+    )
     hint.add_argument("name", metavar="NAME")
+    hint.add_argument("--in", dest="folder", type=Path, metavar="DIR")
     add_lang(hint)
     solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
     solve.add_argument("name", metavar="NAME")
@@ -212,6 +217,14 @@ def do_start(exercise: Exercise, into: Path | None, force: bool, lang: str = "en
     return 0
 
 
+def screen_columns() -> int | None:
+    """The columns `check` wraps its lines to: the terminal's, at most READABLE_COLUMNS; None
+    (a line per task, as long as it is) when the output goes to a file or a program."""
+    if not sys.stdout.isatty():
+        return None
+    return max(40, min(READABLE_COLUMNS, shutil.get_terminal_size().columns))
+
+
 def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     """`check`: one line per task; 0 when every task passed, 2 when the tests were changed."""
     outputs: list[Path] = args.output or []
@@ -242,14 +255,18 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
             pristine=pristine,
             only_task=args.task,
         )
+    if result.ran and not tampered:  # for `hint`: the first task that fails
+        verdicts = {task.number: task.passed for task in result.tasks}
+        workspace.remember_verdicts(exercise, folder, verdicts)
     # The screen hears the reader's language; a file, whatever its format, a program reads.
+    columns = screen_columns()
     if outputs:
-        print(reports.as_text(exercise, result, lang), end="")
+        print(reports.as_text(exercise, result, lang, columns), end="")
         for form, path in zip(forms, outputs, strict=True):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(reports.render(form, exercise, result), encoding="utf-8")
     else:
-        print(reports.render(forms[0], exercise, result, lang), end="")
+        print(reports.render(forms[0], exercise, result, lang, columns), end="")
     on_screen = bool(outputs) or forms == ["text"]  # the text, not a format
     if not result.passed and result.ran and not args.verbose and on_screen:
         # The same check again, on the same folder and task, with pytest's own report.
@@ -294,18 +311,30 @@ def do_grade(exercise: Exercise, args: argparse.Namespace) -> int:
     return 0
 
 
-def do_hint(exercise: Exercise, given: str | None = None) -> int:
-    """`hint`: the next hint, in the workspace's language or the one asked for; after the
-    last one, all of them.  The count is the same in every language: a hint is shown once."""
-    lang = speaking(given, workspace.default_workspace(exercise.name))
+def do_hint(exercise: Exercise, given: str | None = None, where: Path | None = None) -> int:
+    """`hint`: the next hint of the first task that failed at the workspace's last check (in
+    their order before any check), in the workspace's language or the one asked for; after
+    the last one, all of them.  A hint is shown once, whatever the language."""
+    folder = workspace.default_workspace(exercise.name) if where is None else where.resolve()
+    lang = speaking(given, folder)
     hints = exercise.hints_in(lang) or exercise.hints  # untranslated yet: the English ones
     if not hints:
         print(say(lang, "hint.none", name=exercise.name))
         return 0
-    shown = workspace.hints_shown(exercise)
-    if shown < len(hints):
-        print(say(lang, "hint.one", number=shown + 1, total=len(hints), text=hints[shown]))
-        workspace.set_hints_shown(exercise, shown + 1)
+    verdicts = workspace.last_verdicts(exercise, folder)
+    failing = sorted(task for task, passed in verdicts.items() if not passed)
+    if verdicts and not failing and set(exercise.hint_tasks) <= set(verdicts):
+        print(say(lang, "hint.all-passed", name=exercise.name))
+        return 0
+    first = failing[0] if failing else None
+    # The first failing task's hints first, then the others, each group in its order.
+    order = sorted(range(len(hints)), key=lambda n: (exercise.hint_tasks[n] != first, n))
+    seen = workspace.hints_seen(exercise, folder)
+    unseen = [n for n in order if n not in seen]
+    if unseen:
+        number = unseen[0]
+        print(say(lang, "hint.one", number=number + 1, total=len(hints), text=hints[number]))
+        workspace.see_hint(exercise, number, folder)
         return 0
     print(say(lang, "hint.no-more", name=exercise.name, total=len(hints)))
     for number, text in enumerate(hints, 1):
@@ -358,7 +387,7 @@ def run(args: argparse.Namespace) -> int:
         if args.verb == "check":
             return do_check(exercise, args)
         if args.verb == "hint":
-            return do_hint(exercise, args.lang)
+            return do_hint(exercise, args.lang, args.folder)
         if args.verb == "handout":
             return do_handout(exercise, args.dir)
         if args.verb == "grade":

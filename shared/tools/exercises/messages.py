@@ -28,6 +28,7 @@ SENTENCES: dict[str, dict[str, str]] = {
         "hint.one": "hint {number} of {total}: {text}",
         "hint.no-more": "no more hints for {name}; here are all {total}:",
         "hint.each": "hint {number}: {text}",
+        "hint.all-passed": "every task of {name} passed at the last check: no hint needed",
         # check: a line per task, the files changed, the problems, the score
         "task.passed": "task {number}: passed",
         "task.failed": "task {number}: FAILED - {reason}",
@@ -118,6 +119,7 @@ SENTENCES: dict[str, dict[str, str]] = {
         "hint.one": "提示 {number}/{total}：{text}",
         "hint.no-more": "{name} 没有更多提示了；下面是全部 {total} 条：",
         "hint.each": "提示 {number}：{text}",
+        "hint.all-passed": "上次检查时 {name} 的每个任务都通过了：不需要提示",
         "task.passed": "任务 {number}：通过",
         "task.failed": "任务 {number}：未通过 - {reason}",
         "task.failed-of": (

@@ -20,6 +20,7 @@ from typing import Any
 from shared.tools.exercises.catalog import Exercise, task_titles
 from shared.tools.exercises.checking import CheckResult, TaskResult
 from shared.tools.exercises.messages import again, say
+from shared.tools.language import wrap_columns
 
 FORMATS = ("text", "json", "junit", "exercism", "gradescope")
 
@@ -71,14 +72,31 @@ def status(result: CheckResult) -> str:
     return "fail" if result.ran else "error"
 
 
-def as_text(exercise: Exercise, result: CheckResult, lang: str = "en") -> str:
-    """The lines `check` prints, in ``lang``: a line per task, the problems, then the sums.
+#: Where a reason's line continues on the next: under the words after "task N: ".
+CONTINUED = " " * 4
+
+
+def wrapped(line: str, columns: int | None) -> list[str]:
+    """``line`` whole, in lines of at most ``columns`` columns (by display width: a Chinese
+    character takes two), those after the first indented; with None, ``line`` as it is."""
+    if columns is None:
+        return [line]
+    first, *rest = wrap_columns(line, columns - len(CONTINUED)) or [""]
+    return [first, *(CONTINUED + more for more in rest)]
+
+
+def as_text(
+    exercise: Exercise, result: CheckResult, lang: str = "en", columns: int | None = None
+) -> str:
+    """The lines `check` prints, in ``lang``: a line per task, the problems, then the sums;
+    with ``columns``, each wrapped to that many columns, never cut.
 
     The results formats below hold the English text (gradescope's `output`): a program
     reads them, and they are the same whatever the language of the screen.
     """
-    lines = [task.line(lang) for task in result.tasks]
-    lines += trouble(result, lang).splitlines()
+    said = [task.line(lang) for task in result.tasks]
+    said += trouble(result, lang).splitlines()
+    lines = [part for line in said for part in wrapped(line, columns)]
     tasks = graded(exercise, result)
     done = sum(task.passed for task in result.tasks)
     points, most = sum(t.points for t in tasks), sum(t.max_points for t in tasks)
@@ -198,10 +216,13 @@ def as_gradescope(exercise: Exercise, result: CheckResult) -> dict[str, Any]:
     }
 
 
-def render(form: str, exercise: Exercise, result: CheckResult, lang: str = "en") -> str:
-    """The verdict in one of FORMATS: the text in ``lang``, every other format in English."""
+def render(
+    form: str, exercise: Exercise, result: CheckResult, lang: str = "en", columns: int | None = None
+) -> str:
+    """The verdict in one of FORMATS: the text in ``lang`` (wrapped to ``columns``, if given),
+    every other format in English."""
     if form == "text":
-        return as_text(exercise, result, lang)
+        return as_text(exercise, result, lang, columns)
     if form == "junit":
         return as_junit(exercise, result)
     makers = {"json": as_json, "exercism": as_exercism, "gradescope": as_gradescope}

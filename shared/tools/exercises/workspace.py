@@ -3,10 +3,10 @@
 A workspace holds the crawlers' code (shared/ and the three stages), pyproject.toml
 (pytest's settings), the tests that judge the exercise with the conftest files they
 rely on, the exercise's README as INSTRUCTIONS.md (its README.zh-CN.md, for Chinese), a
-marker file, `.exercise.json`, that names the exercise, counts the hints shown and keeps
-the language `start` chose, and the manifest of the files that judge the exercise
-(manifest.py).  The reference solution is never
-copied: `solve` takes it from the repository's files when asked.
+marker file, `.exercise.json`, that names the exercise, counts the hints shown, keeps
+the language `start` chose and whether each task passed at the last check, and the
+manifest of the files that judge the exercise (manifest.py).  The reference solution is
+never copied: `solve` takes it from the repository's files when asked.
 """
 
 from __future__ import annotations
@@ -210,27 +210,73 @@ def solve(exercise: Exercise, folder: Path, task: int | None = None) -> tuple[st
     return "".join(diffs), notes
 
 
-def hints_shown(exercise: Exercise) -> int:
-    """How many of the exercise's hints were shown so far."""
-    marker = read_marker(default_workspace(exercise.name))
-    if marker is not None and marker["exercise"] == exercise.name:
-        count = marker.get("hints_shown", 0)
-    else:
-        count = _hints_file().get(exercise.name, 0)
-    return count if isinstance(count, int) else 0
-
-
-def set_hints_shown(exercise: Exercise, count: int) -> None:
-    """Remember how many hints were shown: in the default workspace, or else in out/exercises/."""
-    folder = default_workspace(exercise.name)
+def _own_marker(exercise: Exercise, folder: Path) -> dict[str, Any] | None:
+    """The marker in ``folder`` if it is a workspace of ``exercise``."""
     marker = read_marker(folder)
-    if marker is not None and marker["exercise"] == exercise.name:
-        write_marker(folder, {**marker, "hints_shown": count})
+    return marker if marker is not None and marker["exercise"] == exercise.name else None
+
+
+def hints_seen(exercise: Exercise, folder: Path | None = None) -> set[int]:
+    """The hints shown so far, by index: those the workspace's marker in ``folder`` (by
+    default, the default workspace) counts, or else out/exercises/.hints.json.
+
+    The marker's `hints_shown` counts them; while they were shown in their order that is
+    all it holds.  Once `hint` picked one out of order (the first failing task's), the
+    marker lists them too, in `hints_seen`.
+    """
+    marker = _own_marker(exercise, folder or default_workspace(exercise.name))
+    if marker is None:
+        count = _hints_file().get(exercise.name, 0)
+        return set(range(count)) if isinstance(count, int) else set()
+    listed = marker.get("hints_seen")
+    if isinstance(listed, list) and all(isinstance(n, int) for n in listed):
+        return set(listed)
+    count = marker.get("hints_shown", 0)
+    return set(range(count)) if isinstance(count, int) else set()
+
+
+def see_hint(exercise: Exercise, index: int, folder: Path | None = None) -> None:
+    """Remember that hint ``index`` was shown: in the workspace's marker, or else in
+    out/exercises/.hints.json (where, with no check to pick a task, they come in order)."""
+    seen = hints_seen(exercise, folder) | {index}
+    folder = folder or default_workspace(exercise.name)
+    marker = _own_marker(exercise, folder)
+    if marker is not None:
+        kept = {k: v for k, v in marker.items() if k != "hints_seen"}
+        in_order = seen == set(range(len(seen)))
+        extra = {} if in_order else {"hints_seen": sorted(seen)}
+        write_marker(folder, {**kept, "hints_shown": len(seen), **extra})
         return
     counts = _hints_file()
-    counts[exercise.name] = count
+    counts[exercise.name] = len(seen)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / HINTS).write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
+
+
+def remember_verdicts(exercise: Exercise, folder: Path, verdicts: dict[int, bool]) -> None:
+    """Keep in the workspace's marker whether each task passed at its last check, for
+    `hint` to find the first that fails.  A check of one task (`--task N`) updates that
+    task's verdict alone."""
+    marker = _own_marker(exercise, folder)
+    if marker is None:
+        return
+    kept = _verdicts(marker)
+    kept.update(verdicts)
+    table = {str(task): passed for task, passed in sorted(kept.items())}
+    write_marker(folder, {**marker, "passed": table})
+
+
+def last_verdicts(exercise: Exercise, folder: Path | None = None) -> dict[int, bool]:
+    """Whether each task passed at the workspace's last check ({} before the first)."""
+    marker = _own_marker(exercise, folder or default_workspace(exercise.name))
+    return {} if marker is None else _verdicts(marker)
+
+
+def _verdicts(marker: dict[str, Any]) -> dict[int, bool]:
+    table = marker.get("passed")
+    if not isinstance(table, dict):
+        return {}
+    return {int(k): v for k, v in table.items() if k.isdigit() and isinstance(v, bool)}
 
 
 def _hints_file() -> dict[str, Any]:
