@@ -41,10 +41,10 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         default=9,
         help="crawls interrupted at random moments, per stage and scenario (9)",
     )
-    # pyproject.toml's `timeout` is pytest-timeout's, which the suite installs (nox -s tests)
-    # and a class's environment, where an exercise's tests run, does not (its own conftest
-    # bounds each test): there the setting is declared here, read by nobody, and pytest
-    # does not warn of an unknown option.
+    # pyproject.toml's `timeout` is pytest-timeout's.  The suite's sessions install it; a
+    # class's environment, where an exercise's tests run, does not (their own conftest
+    # bounds each test): there the setting is declared here, read by nobody, so that
+    # pytest does not warn a student of an unknown option.
     if not pluginmanager.hasplugin("timeout"):
         parser.addini("timeout", "pytest-timeout's limit per test (not installed here)")
         parser.addini("timeout_method", "pytest-timeout's method (not installed here)")
@@ -65,6 +65,40 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "stage" in metafunc.fixturenames:
         names = _selected(metafunc.config)
         metafunc.parametrize("stage", names, ids=names, indirect=True)
+
+
+# The two layers.  The lesson's tests (the oracle suite over the three stages, each
+# hand-made framework, the wire parser, the test site, fairness, interrupts, and the
+# instruments that read asyncio's internals) run on every Python the project supports:
+# what they prove leans on the interpreter (asyncio, selectors, sockets, signals), which
+# changes from one version to the next.  The tools' tests (the exercise tool, the pages
+# and their translations, the show page, the bench, the side-by-side diff, setup) prove
+# plain Python that does not, and run on one version: `nox -s tests` runs `-m lesson`,
+# `nox -s tools` runs `-m tools`.  A module not named here is the lesson's, so a new test
+# runs on every Python until it is put among the tools.
+TESTS = Path(__file__).resolve().parent
+TOOL_MODULES = frozenset(
+    {
+        "test_bench.py",
+        "test_exercise_answers.py",
+        "test_exercise_language.py",
+        "test_exercises.py",
+        "test_grading.py",
+        "test_labs.py",
+        "test_readme.py",
+        "test_setup.py",
+        "test_show.py",
+        "test_sidebyside.py",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its layer: ``tools`` if its module is a tool module, else ``lesson``."""
+    for item in items:
+        tool = item.path.parent == TESTS and item.path.name in TOOL_MODULES
+        item.add_marker("tools" if tool else "lesson")
 
 
 @pytest.fixture

@@ -112,6 +112,26 @@ def test_ci_switches_pips_index_off_and_leaves_it_nowhere_to_look() -> None:
     assert "python3 .ci/class.py" in run
 
 
+# --- the suite's two layers -----------------------------------------------------------------
+
+
+def test_the_sessions_run_the_lessons_tests_on_every_python_and_the_tools_once() -> None:
+    """tests/conftest.py marks each test ``lesson`` or ``tools``; nox and CI run each layer."""
+    spec = importlib.util.spec_from_file_location("suite_conftest", ROOT / "tests" / "conftest.py")
+    assert spec and spec.loader
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    # A tool module renamed and left in the list would run on every Python, unnoticed.
+    gone = conftest.TOOL_MODULES - {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    assert not gone, f"tests/conftest.py's TOOL_MODULES names modules that are gone: {gone}"
+    sessions = nox_sessions()
+    assert "python=PYTHONS" in ast.unparse(sessions["tests"].decorator_list[0])
+    assert "'-m', 'lesson'" in ast.unparse(sessions["tests"])
+    assert "'-m', 'tools'" in ast.unparse(sessions["tools"])
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^python3 -m nox .*-s lint tests tools$", run, re.MULTILINE)
+
+
 # --- the wheelhouse ------------------------------------------------------------------------
 
 
