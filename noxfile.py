@@ -15,7 +15,6 @@ this machine has.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
@@ -27,16 +26,16 @@ import nox
 
 nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
 nox.options.sessions = ["lint", "tests", "tools"]
-nox.options.reuse_existing_virtualenvs = True
-# nox looks for uv (a faster installer) on every run and logs when it finds none; the
-# sessions use pip, so the line says nothing a reader needs: it is left out.
-logging.getLogger("nox").addFilter(lambda record: record.getMessage() != "uv binary not found.")
+nox.options.reuse_venv = "yes"  # nox's own: a session's environment is kept; -R skips installs
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-# The one list of the stages is shared.STAGES.  shared/__init__.py needs only the standard
-# library, so nox's own Python imports it from the checkout, with nothing installed.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shared import STAGES  # noqa: E402 (after the path it is found on)
+# The stages by short name, read from their folders (stage1_callbacks/ is stage1), the
+# same as shared.STAGES: nox's own Python, which may be older, imports nothing of ours.
+STAGES = {
+    folder.name.partition("_")[0]: folder.name
+    for folder in sorted(Path(__file__).resolve().parent.glob("stage*_*"))
+    if (folder / "__main__.py").is_file()
+}
 
 PYTHONS = ["3.11", "3.12", "3.13", "3.14"]
 
