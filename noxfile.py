@@ -199,8 +199,9 @@ def wheelhouse(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The lesson's tests; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows them."""
     install(session, "test")
-    # python -m: the checkout on sys.path.  A `-m` in the posargs replaces this one.
-    session.run("python", "-m", "pytest", "-m", "lesson", *session.posargs)
+    # python -m: the checkout on sys.path; -n auto: a process per core (pytest-xdist).  A
+    # `-m` or `-n` in the posargs replaces the one here (`-- -n 0`: one process).
+    session.run("python", "-m", "pytest", "-m", "lesson", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=ONE_PYTHON)
