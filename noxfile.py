@@ -1,8 +1,9 @@
-"""Sessions: `nox -s tests`, `nox -s lint`, `nox -s stage1|stage2|stage3 -- [ROOT ...] [options]`.
+"""Sessions: `nox -s tests tools`, `nox -s lint`, `nox -s stage1|stage2|stage3 -- [ROOT ...]`.
 
-A bare `nox` runs lint and tests.  nox builds each session's virtualenv itself, so a
-machine needs only Python and nox.  The tests run once per Python in PYTHONS that the
-machine has (`nox -s tests-3.12` runs one).
+A bare `nox` runs lint, tests and tools.  nox builds each session's virtualenv itself, so
+a machine needs only Python and nox.  The lesson's tests run once per Python in PYTHONS
+that the machine has (`nox -s tests-3.12` runs one); the tools' tests once, on the
+Python lint runs on (tests/conftest.py says which test is which).
 
 The sessions a class uses (the stages, trace, show, diff, compare, exercise) share one
 environment, .nox/class, made by `nox -s setup` or by the first of them to run: its
@@ -14,7 +15,6 @@ this machine has.
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
@@ -25,17 +25,17 @@ from pathlib import Path
 import nox
 
 nox.needs_version = ">=2025.2.9"  # nox.project.dependency_groups
-nox.options.sessions = ["lint", "tests"]
-nox.options.reuse_existing_virtualenvs = True
-# nox looks for uv (a faster installer) on every run and logs when it finds none; the
-# sessions use pip, so the line says nothing a reader needs: it is left out.
-logging.getLogger("nox").addFilter(lambda record: record.getMessage() != "uv binary not found.")
+nox.options.sessions = ["lint", "tests", "tools"]
+nox.options.reuse_venv = "yes"  # nox's own: a session's environment is kept; -R skips installs
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-# The one list of the stages is shared.STAGES.  shared/__init__.py needs only the standard
-# library, so nox's own Python imports it from the checkout, with nothing installed.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from shared import STAGES  # noqa: E402 (after the path it is found on)
+# The stages by short name, read from their folders (stage1_callbacks/ is stage1), the
+# same as shared.STAGES: nox's own Python, which may be older, imports nothing of ours.
+STAGES = {
+    folder.name.partition("_")[0]: folder.name
+    for folder in sorted(Path(__file__).resolve().parent.glob("stage*_*"))
+    if (folder / "__main__.py").is_file()
+}
 
 PYTHONS = ["3.11", "3.12", "3.13", "3.14"]
 
@@ -105,8 +105,9 @@ def choose_class_python() -> tuple[str | None, str]:
 
 
 CLASS_PYTHON, CLASS_PYTHON_SAYS = choose_class_python()
-# The tests and lint sessions name their version; on an older nox, lint takes the class's.
-LINT_PYTHON = None if sys.version_info >= (3, 11) else CLASS_PYTHON
+# The tests session names its versions; lint and tools run on nox's own Python, or on an
+# older nox, on the class's.
+ONE_PYTHON = None if sys.version_info >= (3, 11) else CLASS_PYTHON
 CLASS_ENV = Path(".nox", "class")  # nox runs a noxfile in its own folder: the repository's
 CLASS_BIN = CLASS_ENV / ("Scripts" if os.name == "nt" else "bin")
 
@@ -196,9 +197,18 @@ def wheelhouse(session: nox.Session) -> None:
 
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """The whole suite; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows it."""
+    """The lesson's tests; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows them."""
     install(session, "test")
-    session.run("python", "-m", "pytest", *session.posargs)  # -m: the checkout on sys.path
+    # python -m: the checkout on sys.path; -n auto: a process per core (pytest-xdist).  A
+    # `-m` or `-n` in the posargs replaces the one here (`-- -n 0`: one process).
+    session.run("python", "-m", "pytest", "-m", "lesson", "-n", "auto", *session.posargs)
+
+
+@nox.session(python=ONE_PYTHON)
+def tools(session: nox.Session) -> None:
+    """The tools' tests (exercises, pages, show, bench, diff, setup), on one Python."""
+    install(session, "test")
+    session.run("python", "-m", "pytest", "-m", "tools", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0], default=False)
@@ -232,7 +242,7 @@ def aiohttp_floor(session: nox.Session) -> None:
     )
 
 
-@nox.session(python=LINT_PYTHON)
+@nox.session(python=ONE_PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff (lint and format check) and mypy --strict on shared/ and the stages."""
     install(session, "lint")
@@ -279,9 +289,10 @@ def diff(session: nox.Session) -> None:
 
 @nox.session(python=False, default=False)
 def pythons(session: nox.Session) -> None:
-    """The Python each tests-X.Y session will run on, or that it will be skipped."""
+    """The Python each session will run on; a tests-X.Y session without one is skipped."""
     for version in PYTHONS:
         session.log(f"tests-{version}: {find_python(version) or 'not found, will be skipped'}")
+    session.log(f"lint and tools: {ONE_PYTHON or sys.executable}")
     session.log(f"the class's sessions: {CLASS_PYTHON_SAYS}")
 
 

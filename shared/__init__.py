@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 USER_AGENT = f"crawler500/{__version__}"
 
 #: The three stages, in the order they are taught: short name -> package.  The one list of
-#: them: the tests, the tools and the noxfile all read it from here.
+#: them: the tests and the tools read it from here (the noxfile, from the stages' folders).
 STAGES = {"stage1": "stage1_callbacks", "stage2": "stage2_generators", "stage3": "stage3_asyncio"}
 
 #: The exit status of a command line whose reader left (``| head``): the shell's 128 + SIGPIPE.

@@ -6,10 +6,8 @@ suite: every test that asks for the ``stage`` fixture runs once per stage.
 
 from __future__ import annotations
 
-import faulthandler
 import importlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -29,8 +27,8 @@ from shared.testsite import ServerTLS, Site, local_tls, raw, serve
 STAGES = list(ALL_STAGES.values())  # the packages, in the order they are taught
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add --stage, which narrows the suite to one or more stages."""
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Add --stage, which narrows the suite to one or more stages, and --storm-runs."""
     parser.addoption(
         "--stage",
         action="append",
@@ -43,6 +41,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=9,
         help="crawls interrupted at random moments, per stage and scenario (9)",
     )
+    # pyproject.toml's `timeout` is pytest-timeout's.  The suite's sessions install it; a
+    # class's environment, where an exercise's tests run, does not (their own conftest
+    # bounds each test): there the setting is declared here, read by nobody, so that
+    # pytest does not warn a student of an unknown option.
+    if not pluginmanager.hasplugin("timeout"):
+        parser.addini("timeout", "pytest-timeout's limit per test (not installed here)")
+        parser.addini("timeout_method", "pytest-timeout's method (not installed here)")
 
 
 def _selected(config: pytest.Config) -> list[str]:
@@ -60,6 +65,43 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "stage" in metafunc.fixturenames:
         names = _selected(metafunc.config)
         metafunc.parametrize("stage", names, ids=names, indirect=True)
+
+
+# The two layers.  The lesson's tests (the oracle suite over the three stages, each
+# hand-made framework, the wire parser, the test site, fairness, interrupts, and the
+# instruments that read asyncio's internals) run on every Python the project supports:
+# what they prove leans on the interpreter (asyncio, selectors, sockets, signals), which
+# changes from one version to the next.  The tools' tests (the exercise tool, the pages
+# and their translations, the show page, the bench, the side-by-side diff, setup) prove
+# plain Python that does not, and run on one version: `nox -s tests` runs `-m lesson`,
+# `nox -s tools` runs `-m tools`.  A module not named here is the lesson's, so a new test
+# runs on every Python until it is put among the tools.
+TESTS = Path(__file__).resolve().parent
+TOOL_MODULES = frozenset(
+    {
+        "test_bench.py",
+        "test_exercise_answers.py",
+        "test_exercise_hints.py",
+        "test_exercise_language.py",
+        "test_exercise_reasons.py",
+        "test_exercises.py",
+        "test_grading.py",
+        "test_labs.py",
+        "test_readme.py",
+        "test_setup.py",
+        "test_show.py",
+        "test_sidebyside.py",
+        "test_tampering.py",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its layer: ``tools`` if its module is a tool module, else ``lesson``."""
+    for item in items:
+        tool = item.path.parent == TESTS and item.path.name in TOOL_MODULES
+        item.add_marker("tools" if tool else "lesson")
 
 
 @pytest.fixture
@@ -113,34 +155,6 @@ def lingering_tls_server(test_ca: ServerTLS) -> Iterator[str]:
     closes it: shared.testsite.raw.lingering_tls_server, with the test CA's certificate."""
     with raw.lingering_tls_server(test_ca.context) as base_url:
         yield base_url
-
-
-HANG_LIMIT_S = 120  # far above any test's time: only a hang ever reaches it
-_hang_report: list[Any] = []  # where a hang's tracebacks go: the terminal, not a capture
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """Keep a handle on the real stderr while pytest is not capturing it yet.
-
-    During a test, sys.stderr and even file descriptor 2 are pytest's capture, which is
-    lost when the hang guard ends the process: its tracebacks must go around it.
-    """
-    _hang_report.append(os.fdopen(os.dup(2), "w", closefd=True))
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Close the hang guard's handle on stderr: no test runs any more."""
-    faulthandler.cancel_dump_traceback_later()
-    while _hang_report:
-        _hang_report.pop().close()
-
-
-@pytest.fixture(autouse=True)
-def no_hangs() -> Iterator[None]:
-    """Kill the run with every thread's traceback if one test hangs, rather than stall CI."""
-    faulthandler.dump_traceback_later(HANG_LIMIT_S, exit=True, file=_hang_report[0])
-    yield
-    faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.fixture(autouse=True)

@@ -2,25 +2,23 @@
 
 The whole journey (setup once, then every class command with pip's index switched off;
 nox on Python 3.10; the wheelhouse for every system) runs in CI, in .ci/class.py, as a
-student's laptop would.  Here: that its list of commands covers every class session,
-that the wheelhouse for this machine installs a class with no index, and that the
-GitHub Actions workflow says what it should.
+student's laptop would, and it alone installs anything: a venv filled from the
+wheelhouse with no index is its to prove.  Here, the cheap checks: that its list of
+commands covers every class session, what the wheelhouse covers and how it reads pip's
+output, and that the GitHub Actions workflow says what it should.
 """
 
 from __future__ import annotations
 
 import ast
-import faulthandler
 import importlib.util
 import os
 import re
 import subprocess
 import sys
 import tomllib
-import venv
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 import yaml
@@ -114,6 +112,26 @@ def test_ci_switches_pips_index_off_and_leaves_it_nowhere_to_look() -> None:
     assert "python3 .ci/class.py" in run
 
 
+# --- the suite's two layers -----------------------------------------------------------------
+
+
+def test_the_sessions_run_the_lessons_tests_on_every_python_and_the_tools_once() -> None:
+    """tests/conftest.py marks each test ``lesson`` or ``tools``; nox and CI run each layer."""
+    spec = importlib.util.spec_from_file_location("suite_conftest", ROOT / "tests" / "conftest.py")
+    assert spec and spec.loader
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    # A tool module renamed and left in the list would run on every Python, unnoticed.
+    gone = conftest.TOOL_MODULES - {path.name for path in (ROOT / "tests").glob("test_*.py")}
+    assert not gone, f"tests/conftest.py's TOOL_MODULES names modules that are gone: {gone}"
+    sessions = nox_sessions()
+    assert "python=PYTHONS" in ast.unparse(sessions["tests"].decorator_list[0])
+    assert "'-m', 'lesson'" in ast.unparse(sessions["tests"])
+    assert "'-m', 'tools'" in ast.unparse(sessions["tools"])
+    run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^python3 -m nox .*-s lint tests tools$", run, re.MULTILINE)
+
+
 # --- the wheelhouse ------------------------------------------------------------------------
 
 
@@ -141,33 +159,6 @@ def test_the_wheels_pip_names_are_read_from_its_output() -> None:
         "aiohttp-3.14.5-cp313-cp313-win_amd64.whl",
         "lxml-6.1.3-cp313-cp313-win_amd64.whl",
     ]
-
-
-@pytest.mark.slow
-def test_a_new_venv_installs_the_class_from_the_wheelhouse_with_no_index(tmp_path: Path) -> None:
-    """This machine's share of the wheelhouse (the index is needed to fill it, once)."""
-    # pip waits on the index for each of some thirty packages: on a busy machine that can
-    # pass the suite's two-minute hang limit, so this test has ten minutes instead.
-    faulthandler.dump_traceback_later(600, exit=True)
-    wheels = tmp_path / "wheels"
-    filled = run([sys.executable, "-m", "shared.tools.wheelhouse", str(wheels), "--here"], 600)
-    assert filled.returncode == 0, filled.stdout + filled.stderr
-    listed = (wheels / "wheels.txt").read_text(encoding="utf-8").splitlines()
-    count = len(list(wheels.glob("*.whl")))
-    assert listed[0].endswith(f"{count} wheels, " + listed[0].split(", ")[-1])
-    assert "(this machine)" in listed[1]
-    env_dir = tmp_path / "venv"
-    venv.create(env_dir, with_pip=True)
-    python = env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    offline: dict[str, Any] = {
-        k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "PIP_INDEX_URL")
-    }
-    offline.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull)
-    install = [str(python), "-m", "pip", "install", "--no-index", "--find-links", str(wheels)]
-    done = run([*install, "-r", str(wheels / "requirements.txt")], 600, env=offline)
-    assert done.returncode == 0, done.stdout + done.stderr
-    imports = "import aiohttp, lxml, pytest, pytest_asyncio, trustme, nox"
-    assert subprocess.run([str(python), "-c", imports], check=False).returncode == 0
 
 
 # --- the GitHub Actions workflow -----------------------------------------------------------
