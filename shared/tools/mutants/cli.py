@@ -308,7 +308,7 @@ def parser() -> argparse.ArgumentParser:
     exercise_command = commands.choices["exercises"]
     exercise_command.add_argument("names", nargs="*", metavar="NAME", help="default: all")
     exercise_command.add_argument(
-        "--most", type=int, default=12, help="mutants per exercise before sampling (12)"
+        "--most", type=int, default=20, help="mutants per exercise before sampling (20)"
     )
     return top
 
