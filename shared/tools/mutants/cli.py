@@ -33,6 +33,7 @@ from shared.tools.mutants.run import (
     SURVIVED,
     Outcome,
     RunError,
+    failed_test,
     run_mutant,
     scratch_copy,
     select_files,
@@ -86,10 +87,13 @@ def judge(tree: Path, mutant: Mutant, args: list[str], limit: float) -> Outcome:
     selection runs once more and that verdict stands.
     """
     outcome = run_mutant(tree, mutant, args, limit)
-    if outcome.verdict != KILLED or not outcome.first_failure.startswith(("FAILED ", "ERROR ")):
+    node = failed_test(outcome.first_failure)
+    if outcome.verdict != KILLED or node is None:
         return outcome
-    node = outcome.first_failure.split(" ", 1)[1].split(" - ", 1)[0]
-    again = run_mutant(tree, mutant, [*options_only(args), node], limit)
+    try:
+        again = run_mutant(tree, mutant, [*options_only(args), node], limit)
+    except RunError:
+        return outcome  # the id did not select the test again: the first verdict stands
     if again.verdict in CAUGHT:
         return outcome
     print(f"    {node} passed when run again: the whole selection runs once more", flush=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -110,12 +111,22 @@ def environment(tree: Path) -> dict[str, str]:
     return env
 
 
+#: A line of pytest's short summary: FAILED or ERROR and a test's id (not a logged ERROR).
+SUMMARY_LINE = re.compile(r"(FAILED|ERROR) (tests/\S+)")
+
+
 def first_failure(output: str) -> str:
     """The first FAILED or ERROR line of pytest's summary, shortened, or ''."""
     for line in output.splitlines():
-        if line.startswith(("FAILED ", "ERROR ")):
+        if SUMMARY_LINE.match(line):
             return line if len(line) <= 200 else line[:197] + "..."
     return ""
+
+
+def failed_test(line: str) -> str | None:
+    """The id of the test a summary line names, or None."""
+    match = SUMMARY_LINE.match(line)
+    return match[2] if match else None
 
 
 def run_pytest(tree: Path, args: Sequence[str], limit: float) -> Outcome:
