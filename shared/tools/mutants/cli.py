@@ -4,6 +4,7 @@
     lesson [SUITE] [--save F] [--against F] [--table F]
                                      the sample lesson.toml picks, on the suite's selections
     exercises [NAME...] [--table F]  every exercise's emptied functions, on its own tests
+    table FILE                       the table of results saved with --save
 
 SUITE is where tests/ (and pytest's settings in pyproject.toml) come from: `--tests-from
 REV` (a git revision), `--tests DIR`, or by default the checkout's own.  The code mutated
@@ -91,7 +92,9 @@ def judge(tree: Path, mutant: Mutant, args: list[str], limit: float) -> Outcome:
     if outcome.verdict != KILLED or node is None:
         return outcome
     try:
-        again = run_mutant(tree, mutant, [*options_only(args), node], limit)
+        # The test alone takes no longer than the selection up to it did, give or take.
+        shorter = min(limit, 2 * outcome.seconds + 30)
+        again = run_mutant(tree, mutant, [*options_only(args), node], shorter)
     except RunError:
         return outcome  # the id did not select the test again: the first verdict stands
     if again.verdict in CAUGHT:
@@ -156,10 +159,10 @@ def lesson(args: argparse.Namespace) -> int:
         print(f"{time.monotonic() - started:.0f} s in all", flush=True)
     result = {"suite": suite, "mutants": rows}
     if args.save:
-        Path(args.save).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+        write(args.save, json.dumps(result, indent=1) + "\n")
     if args.table:
         text = tables.comparison(earlier, result) if earlier else tables.single(result)
-        Path(args.table).write_text(text, encoding="utf-8")
+        write(args.table, text)
     print(tables.summary(earlier, result))
     return 0
 
@@ -270,13 +273,29 @@ def exercises(args: argparse.Namespace) -> int:
             print(f"{name}: {len(rows)} mutants in {spent:.0f} s", flush=True)
             results[name] = rows
     if args.save:
-        Path(args.save).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+        write(args.save, json.dumps(results, indent=1) + "\n")
     if args.table:
-        Path(args.table).write_text(tables.exercises(results), encoding="utf-8")
+        write(args.table, tables.exercises(results))
     left = [r for rows in results.values() for r in rows if r["verdict"] == SURVIVED]
     unexplained = [r for r in left if "equivalent" not in r]
     print(tables.exercise_summary(results))
     return 1 if unexplained else 0
+
+
+def write(path: str, text: str) -> None:
+    """Write a results file or a table, making its folder if need be."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def table(args: argparse.Namespace) -> int:
+    """Print the table of saved results, the lesson's or the exercises'."""
+    saved = json.loads(Path(args.results).read_text(encoding="utf-8"))
+    if "mutants" in saved:
+        print(tables.single(saved), end="")
+    else:
+        print(tables.exercises(saved), end="")
+    return 0
 
 
 def listing(args: argparse.Namespace) -> int:
@@ -294,6 +313,9 @@ def parser() -> argparse.ArgumentParser:
     listed = commands.add_parser("list", help="print the mutants of files or functions")
     listed.add_argument("targets", nargs="+", metavar="TARGET", help="path.py[:Class.name]")
     listed.set_defaults(run=listing)
+    shown = commands.add_parser("table", help="print the table of saved results")
+    shown.add_argument("results", metavar="FILE", help="what --save wrote")
+    shown.set_defaults(run=table)
     for name, helped, run in (
         ("lesson", "run the sample of lesson.toml on its selections", lesson),
         ("exercises", "run each exercise's mutants on its tests", exercises),
