@@ -127,13 +127,15 @@ def lesson(args: argparse.Namespace) -> int:
     plan = tomllib.loads(LESSON_PLAN.read_text(encoding="utf-8"))
     if args.against:
         earlier = json.loads(Path(args.against).read_text(encoding="utf-8"))
+        if args.only:
+            earlier["mutants"] = [r for r in earlier["mutants"] if r["id"] in args.only]
         current = {m.key: m for m in pick_all(earlier["mutants"])}
         wanted: list[Mutant | None] = [current.get(row["key"]) for row in earlier["mutants"]]
     else:
         earlier = None
         wanted = list(pick_lesson_mutants(plan))
-    if args.only:
-        wanted = [m for m in wanted if m is None or m.ident in args.only]
+        if args.only:
+            wanted = [m for m in wanted if m.ident in args.only]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mutants-") as scratch:
         tree = Path(scratch)

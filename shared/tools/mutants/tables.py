@@ -62,6 +62,16 @@ def comparison(old: dict[str, Any], new: dict[str, Any]) -> str:
             f"{_cell(before['after'])} | {_verdict(before)} | {_verdict(after)} |"
         )
     lines += ["", summary(old, new), ""]
+    # What each suite ran for each module's mutants: the same roles, whatever the files' names.
+    lines += ["The test files each suite ran, by module mutated:", ""]
+    ran: dict[str, tuple[set[str], set[str]]] = {}
+    for before, after in zip(old["mutants"], new["mutants"], strict=True):
+        files = ran.setdefault(before["path"], (set(), set()))
+        files[0].update(before["tests"])
+        files[1].update(after.get("tests", []) if after else [])
+    for path, (then, now) in sorted(ran.items()):
+        lines.append(f"- {path}: old {', '.join(sorted(then))}; new {', '.join(sorted(now))}")
+    lines.append("")
     return "\n".join(lines)
 
 
