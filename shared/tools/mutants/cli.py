@@ -135,7 +135,7 @@ def lesson(args: argparse.Namespace) -> int:
         earlier = None
         wanted = list(pick_lesson_mutants(plan))
         if args.only:
-            wanted = [m for m in wanted if m.ident in args.only]
+            wanted = [m for m in wanted if m is not None and m.ident in args.only]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mutants-") as scratch:
         tree = Path(scratch)
