@@ -275,6 +275,12 @@ def exercises(args: argparse.Namespace) -> int:
             print(f"{name}: {len(rows)} mutants in {spent:.0f} s", flush=True)
             results[name] = rows
     if args.save:
+        # A run of some exercises replaces theirs in the file and keeps the others'.
+        saved = Path(args.save)
+        kept = json.loads(saved.read_text(encoding="utf-8")) if saved.exists() else {}
+        order = [e.name for e in all_exercises()]
+        merged = {**kept, **results}
+        results = {n: merged[n] for n in sorted(merged, key=lambda n: order.index(n))}
         write(args.save, json.dumps(results, indent=1) + "\n")
     if args.table:
         write(args.table, tables.exercises(results))
