@@ -332,7 +332,7 @@ def parser() -> argparse.ArgumentParser:
         suite = command.add_mutually_exclusive_group()
         suite.add_argument("--tests-from", metavar="REV", help="tests/ of this git revision")
         suite.add_argument("--tests", metavar="DIR", help="this folder as tests/")
-        command.add_argument("--limit", type=float, default=300.0, help="seconds per mutant")
+        command.add_argument("--limit", type=float, default=240.0, help="seconds per mutant (240)")
         command.add_argument("--save", metavar="FILE", help="write the results, JSON")
         command.add_argument("--table", metavar="FILE", help="write the table, Markdown")
         command.set_defaults(run=run)
