@@ -238,6 +238,11 @@ def hand_made_mutant(entry: dict[str, Any]) -> Mutant:
     )
 
 
+def equivalents(plan: dict[str, Any]) -> dict[str, str]:
+    """The equivalent mutants exercises.toml lists: the reason of each, by key."""
+    return {entry["key"]: entry["reason"] for entry in plan.get("equivalent", [])}
+
+
 def exercises(args: argparse.Namespace) -> int:
     """Run every exercise's mutants on its own tests; write the table."""
     import os
@@ -245,7 +250,7 @@ def exercises(args: argparse.Namespace) -> int:
     from shared.tools.exercises.catalog import all_exercises
 
     plan = tomllib.loads(EXERCISE_PLAN.read_text(encoding="utf-8"))
-    equivalent = {e["key"]: e["reason"] for e in plan.get("equivalent", [])}
+    equivalent = equivalents(plan)
     names = args.names or [e.name for e in all_exercises()]
     os.environ["EXERCISE_TIME_LIMIT"] = EXERCISE_TEST_LIMIT
     results: dict[str, list[dict[str, Any]]] = {}
@@ -263,8 +268,6 @@ def exercises(args: argparse.Namespace) -> int:
                 outcome = judge(tree, mutant, [tests], args.limit)
                 row = row_of(mutant, outcome, [tests])
                 row["hand_made"] = mutant.key in hand_made
-                if outcome.verdict == SURVIVED and mutant.key in equivalent:
-                    row["equivalent"] = equivalent[mutant.key]
                 rows.append(row)
                 print(
                     f"{name:16} {mutant.ident:36} {outcome.verdict:8} {outcome.seconds:5.1f} s"
@@ -283,10 +286,10 @@ def exercises(args: argparse.Namespace) -> int:
         results = {n: merged[n] for n in sorted(merged, key=lambda n: order.index(n))}
         write(args.save, json.dumps(results, indent=1) + "\n")
     if args.table:
-        write(args.table, tables.exercises(results))
+        write(args.table, tables.exercises(results, equivalent))
     left = [r for rows in results.values() for r in rows if r["verdict"] == SURVIVED]
-    unexplained = [r for r in left if "equivalent" not in r]
-    print(tables.exercise_summary(results))
+    unexplained = [r for r in left if r["key"] not in equivalent]
+    print(tables.exercise_summary(results, equivalent))
     return 1 if unexplained else 0
 
 
@@ -302,7 +305,8 @@ def table(args: argparse.Namespace) -> int:
     if "mutants" in saved:
         print(tables.single(saved), end="")
     else:
-        print(tables.exercises(saved), end="")
+        plan = tomllib.loads(EXERCISE_PLAN.read_text(encoding="utf-8"))
+        print(tables.exercises(saved, equivalents(plan)), end="")
     return 0
 
 

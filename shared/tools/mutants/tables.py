@@ -93,9 +93,12 @@ def summary(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
     return text + (f" ({', '.join(missed)})." if missed else ".")
 
 
-def exercises(results: dict[str, list[dict[str, Any]]]) -> str:
-    """The exercises' table: per exercise, each mutant, its verdict, and why if it lives."""
-    lines = [exercise_summary(results), ""]
+def exercises(results: dict[str, list[dict[str, Any]]], equivalent: dict[str, str]) -> str:
+    """The exercises' table: per exercise, each mutant, its verdict, and why if it lives.
+
+    ``equivalent`` gives the reason, by key, of each mutant known to be equivalent.
+    """
+    lines = [exercise_summary(results, equivalent), ""]
     for name, rows in results.items():
         killed = sum(r["verdict"] in CAUGHT for r in rows)
         lines += [f"## {name}: {killed} of {len(rows)} caught", ""]
@@ -103,7 +106,8 @@ def exercises(results: dict[str, list[dict[str, Any]]]) -> str:
         for row in rows:
             verdict = row["verdict"]
             if verdict == SURVIVED:
-                verdict = f"equivalent: {row['equivalent']}" if "equivalent" in row else "SURVIVED"
+                reason = equivalent.get(row["key"])
+                verdict = f"equivalent: {reason}" if reason else "SURVIVED"
             ident = row["id"] if not row.get("hand_made") else f"{row['id']} (by hand)"
             lines.append(
                 f"| {ident} | {_place(row)} | {row['line']} | {_cell(row['before'])} → "
@@ -113,13 +117,13 @@ def exercises(results: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def exercise_summary(results: dict[str, list[dict[str, Any]]]) -> str:
+def exercise_summary(results: dict[str, list[dict[str, Any]]], equivalent: dict[str, str]) -> str:
     """The figures of the exercises' run."""
     rows = [r for found in results.values() for r in found]
     killed = sum(r["verdict"] in CAUGHT for r in rows)
-    equivalent = sum(r["verdict"] == SURVIVED and "equivalent" in r for r in rows)
-    alive = len(rows) - killed - equivalent
+    explained = sum(r["verdict"] == SURVIVED and r["key"] in equivalent for r in rows)
+    alive = len(rows) - killed - explained
     return (
         f"{len(results)} exercises, {len(rows)} mutants: {killed} caught, "
-        f"{equivalent} equivalent (each with its reason), {alive} not caught and not explained."
+        f"{explained} equivalent (each with its reason), {alive} not caught and not explained."
     )
