@@ -101,7 +101,8 @@ def exercises(results: dict[str, list[dict[str, Any]]], equivalent: dict[str, st
     lines = [exercise_summary(results, equivalent), ""]
     for name, rows in results.items():
         killed = sum(r["verdict"] in CAUGHT for r in rows)
-        lines += [f"## {name}: {killed} of {len(rows)} caught", ""]
+        explained = sum(r["verdict"] == SURVIVED and r["key"] in equivalent for r in rows)
+        lines += [f"## {name}: {killed} of {len(rows)} caught, {explained} equivalent", ""]
         lines += [f"{HEADER} verdict |", f"{RULE}---|"]
         for row in rows:
             verdict = row["verdict"]
