@@ -166,20 +166,6 @@ def test_an_exception_leaving_the_async_def_fails_its_task(loop: EventLoop) -> N
     assert "broken" in names, f"the traceback must show the async def, not only {names}"
 
 
-@pytest.mark.task(taskno=2)
-def test_a_keyboard_interrupt_leaving_an_async_def_stops_the_loop(loop: EventLoop) -> None:
-    """Not an Exception: the task records it, and it goes on out of the step and the loop."""
-
-    async def interrupted() -> None:
-        await wait(sleep(0.01))
-        raise KeyboardInterrupt
-
-    task = Task(interrupted())
-    with raises(KeyboardInterrupt, "a KeyboardInterrupt should go on out of the step"):
-        run(loop, sleep(0.5))  # another task's wait: only the interrupt can end it early
-    assert isinstance(task.exception(), KeyboardInterrupt), "the task should hold the interrupt"
-
-
 class Listener(Observer):
     """Someone watching (as --trace does): keeps what each step resumes its task with."""
 
@@ -209,6 +195,20 @@ def test_an_observer_hears_each_step_with_the_value_sent() -> None:
 
 
 # --- Task 3: cancelled, refused, and a whole crawl -----------------------------------------------
+
+
+@pytest.mark.task(taskno=3)
+def test_a_keyboard_interrupt_leaving_an_async_def_stops_the_loop(loop: EventLoop) -> None:
+    """Not an Exception: the task records it, and it goes on out of the step and the loop."""
+
+    async def interrupted() -> None:
+        await wait(sleep(0.01))
+        raise KeyboardInterrupt
+
+    task = Task(interrupted())
+    with raises(KeyboardInterrupt, "a KeyboardInterrupt should go on out of the step"):
+        run(loop, sleep(0.5))  # another task's wait: only the interrupt can end it early
+    assert isinstance(task.exception(), KeyboardInterrupt), "the task should hold the interrupt"
 
 
 @pytest.mark.task(taskno=3)
