@@ -32,6 +32,7 @@ from shared.tools.mutants.run import (
     CAUGHT,
     KILLED,
     SURVIVED,
+    TIMEOUT,
     Outcome,
     RunError,
     failed_test,
@@ -81,13 +82,16 @@ def selection_for(plan: dict[str, Any], path: str) -> dict[str, Any]:
 
 
 def judge(tree: Path, mutant: Mutant, args: list[str], limit: float) -> Outcome:
-    """Run a mutant; a kill must fail again when its failing test runs alone.
+    """Run a mutant; a kill must fail again when its failing test runs alone, a hang twice.
 
     On a loaded machine a test of timing may fail once for no fault of the mutant; the
     second run of that one test tells such a failure from a kill.  If it passes, the whole
     selection runs once more and that verdict stands.
     """
     outcome = run_mutant(tree, mutant, args, limit)
+    if outcome.verdict == TIMEOUT:
+        # A busy machine slows a whole selection down: a hang must outlast twice the limit.
+        return run_mutant(tree, mutant, args, 2 * limit)
     node = failed_test(outcome.first_failure)
     if outcome.verdict != KILLED or node is None:
         return outcome
