@@ -247,6 +247,19 @@ def test_a_timer_that_is_not_due_waits_for_a_later_turn(loop: EventLoop) -> None
 
 @pytest.mark.task(taskno=2)
 @pytest.mark.usefixtures("nudge")
+def test_a_timer_due_exactly_now_runs_this_turn(
+    loop: EventLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clock that stands still: a timer set for now is due now ("at most now")."""
+    monkeypatch.setattr(loop, "time", lambda: 1000.0)
+    seen, record = recorder()
+    loop.call_soon(record, "due")
+    loop.run_once()
+    assert seen == ["due"], "a timer whose time is exactly now should run: its `when` <= now"
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.usefixtures("nudge")
 def test_a_cancelled_timer_never_runs(loop: EventLoop) -> None:
     seen, record = recorder()
     cancelled = loop.call_soon(record, "cancelled")

@@ -149,6 +149,25 @@ def test_work_leaves_out_what_begin_refuses() -> None:
         crawler.close_all()
 
 
+@pytest.mark.task(taskno=1)
+def test_a_url_whose_host_is_full_waits_in_line_and_work_goes_on() -> None:
+    """--max-per-host 1: a second URL of a busy host waits in its line; the next host's starts."""
+    crawler = Harness(Options(max_tasks=5, max_per_host=1, ignore_robots=True))
+    other = "http://127.0.0.2:9/"
+    crawler.q.extend([(ROOT + "a", 10), (ROOT + "b", 10), (other, 10)])
+    try:
+        crawler.work()
+        assert list(crawler.fetchers) == [ROOT + "a", other], (
+            f"started {list(crawler.fetchers)}: when host_slot() says no, the URL waits in its "
+            "host's line and work() goes on to the next pair (continue, not break)"
+        )
+        assert list(crawler.host_lines[host_key(ROOT)]) == [(ROOT + "b", 10)], (
+            "the URL of the full host should wait in its host's line"
+        )
+    finally:
+        crawler.close_all()
+
+
 # --- Task 2: finished() --------------------------------------------------------------------
 
 
@@ -189,6 +208,21 @@ def test_failed_fetches_make_room_too() -> None:
     assert result.urls == failed | set(expected), (
         "a failed fetch must still make room for the next: every URL gets its record"
     )
+
+
+@pytest.mark.task(taskno=2)
+def test_a_finished_fetch_lets_the_next_url_of_its_host_start() -> None:
+    """--max-per-host 1: the URLs in the host's line start one by one as fetches end."""
+    site = Site(pages=12, traps=False)
+    with serve(site) as base:
+        result = stage1_callbacks.crawl([base], Options(max_per_host=1, ignore_robots=True))
+        expected = site.expected(base, ignore_robots=True)
+    missing = sorted(set(expected) - result.urls)
+    assert not missing, (
+        f"never fetched: {missing}: when a fetch ends, the first URL in its host's line "
+        "(self.host_lines) goes to the front of the queue"
+    )
+    assert site.max_in_flight == 1, f"the server saw {site.max_in_flight} requests at once"
 
 
 @pytest.mark.task(taskno=2)

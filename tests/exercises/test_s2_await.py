@@ -16,15 +16,15 @@ from typing import Any
 
 import pytest
 from stage2_await import AsyncCrawler, wait
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from shared.crawling import Options
-from shared.observe import watching
+from shared.observe import Observer, watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 from shared.trace import Tracer
 from stage2_generators.futures import CancelledError, Future
-from stage2_generators.loop import EventLoop
+from stage2_generators.loop import EventLoop, get_running_loop
 from stage2_generators.queues import Queue
 from stage2_generators.tasks import Task, sleep, timeout
 
@@ -166,7 +166,49 @@ def test_an_exception_leaving_the_async_def_fails_its_task(loop: EventLoop) -> N
     assert "broken" in names, f"the traceback must show the async def, not only {names}"
 
 
+class Listener(Observer):
+    """Someone watching (as --trace does): keeps what each step resumes its task with."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def resume(self, task: Any, value: Any) -> None:
+        self.values.append(value)
+
+
+@pytest.mark.task(taskno=2)
+def test_an_observer_hears_each_step_with_the_value_sent() -> None:
+    """With --trace, each step tells the loop's observer what it resumes the async def with."""
+
+    async def reader() -> str:
+        fut: Future[int] = Future()
+        get_running_loop().call_soon(fut.set_result, 42)
+        return f"read {await fut}"
+
+    listener = Listener()
+    loop = EventLoop(listener)
+    try:
+        assert run(loop, Task(reader())) == "read 42", "the async def should read 42"
+    finally:
+        loop.close()
+    assert listener.values == [None, 42], f"the observer heard {listener.values}: the values sent"
+
+
 # --- Task 3: cancelled, refused, and a whole crawl -----------------------------------------------
+
+
+@pytest.mark.task(taskno=3)
+def test_a_keyboard_interrupt_leaving_an_async_def_stops_the_loop(loop: EventLoop) -> None:
+    """Not an Exception: the task records it, and it goes on out of the step and the loop."""
+
+    async def interrupted() -> None:
+        await wait(sleep(0.01))
+        raise KeyboardInterrupt
+
+    task = Task(interrupted())
+    with raises(KeyboardInterrupt, "a KeyboardInterrupt should go on out of the step"):
+        run(loop, sleep(0.5))  # another task's wait: only the interrupt can end it early
+    assert isinstance(task.exception(), KeyboardInterrupt), "the task should hold the interrupt"
 
 
 @pytest.mark.task(taskno=3)

@@ -201,6 +201,27 @@ def test_join_waits_again_when_new_work_arrives(loop: EventLoop) -> None:
 
 
 @pytest.mark.task(taskno=3)
+def test_join_waits_for_an_item_taken_but_not_yet_done(loop: EventLoop) -> None:
+    """The chapter's warning: an item a worker took is unfinished until its task_done(),
+    though the queue is empty. join() counts unfinished tasks, not the items held."""
+    q: Queue[int] = Queue()
+    q.put_nowait(1)
+    assert run(loop, q.get()) == 1, "get() must return the item put"
+    joiner = Task(q.join())
+
+    def main() -> Coroutine[bool]:
+        yield from sleep(0.01)
+        return joiner.done()
+
+    assert run(loop, main()) is False, (
+        "join() returned while an item taken by get() was not yet done: it must wait for "
+        "task_done(), not for the queue to be empty"
+    )
+    q.task_done()
+    run(loop, joiner)
+
+
+@pytest.mark.task(taskno=3)
 def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> None:
     """Cancelling one task in join() must not cancel another one's wait: each join()
     waits on its own future."""

@@ -187,6 +187,13 @@ def test_a_result_in_time_passes_through_and_leaves_no_timer(loop: EventLoop) ->
 
 
 @pytest.mark.task(taskno=2)
+def test_a_timeout_outside_a_task_raises_runtime_error(loop: EventLoop) -> None:
+    """With no task running there is nothing to cancel: entering the block says so."""
+    with pytest.raises(RuntimeError), timeout(1):
+        pytest.fail("the block ran outside a Task: __enter__ must raise RuntimeError first")
+
+
+@pytest.mark.task(taskno=2)
 def test_an_error_in_time_passes_through(loop: EventLoop) -> None:
     """An exception before the timeout is the caller's exception, not a TimeoutError."""
 
