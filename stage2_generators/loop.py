@@ -50,7 +50,7 @@ class EventLoop:
         # A heap of (when, sequence number, handle). The sequence number breaks ties between
         # equal times, so timers due together run in the order they were set, and two handles
         # are never compared.
-        self._timers: list[tuple[float, int, Handle]] = []
+        self._scheduled: list[tuple[float, int, Handle]] = []
         self._sequence = itertools.count()
         self.observer = observer  # someone watching the crawl (--trace): Task._step tells it
         # We only ever run one loop at a time, so the newest loop becomes the running one.
@@ -64,7 +64,7 @@ class EventLoop:
         """Run fn(*args) after `delay` seconds; the returned handle can cancel it."""
         # time.monotonic(), not time.time(): a clock that never jumps when the wall clock is set.
         handle = Handle(fn, args, time.monotonic() + delay)
-        heapq.heappush(self._timers, (handle.when, next(self._sequence), handle))
+        heapq.heappush(self._scheduled, (handle.when, next(self._sequence), handle))
         return handle
 
     def add_reader(self, sock: socket.socket, fn: Callback) -> None:
@@ -102,11 +102,11 @@ class EventLoop:
 
     def run_once(self) -> None:
         """Wait for I/O or the next timer, then run every callback that is ready."""
-        while self._timers and self._timers[0][2]._cancelled:
-            heapq.heappop(self._timers)  # a cancelled timer must not cut the wait short
+        while self._scheduled and self._scheduled[0][2]._cancelled:
+            heapq.heappop(self._scheduled)  # a cancelled timer must not cut the wait short
         timeout: float | None = None  # block until a socket is ready
-        if self._ready or self._timers:  # work is waiting: only poll; a timer: wait until it is due
-            timeout = 0 if self._ready else max(0.0, self._timers[0][0] - time.monotonic())
+        if self._ready or self._scheduled:  # work waits: only poll; a timer: wait until it is due
+            timeout = 0 if self._ready else max(0.0, self._scheduled[0][0] - time.monotonic())
         elif not self._selector.get_map():
             # Without this check select() would sleep forever: say so instead.
             raise RuntimeError("deadlock: no callback, timer or socket can ever wake the loop")
@@ -114,8 +114,8 @@ class EventLoop:
             for callback, event in zip(key.data, (EVENT_READ, EVENT_WRITE), strict=True):
                 if callback and events & event:
                     self.call_soon(callback)
-        while self._timers and self._timers[0][0] <= time.monotonic():
-            self._ready.append(heapq.heappop(self._timers)[2])  # due: it runs in this turn
+        while self._scheduled and self._scheduled[0][0] <= time.monotonic():
+            self._ready.append(heapq.heappop(self._scheduled)[2])  # due: it runs in this turn
         # Run only the callbacks that are ready now. Those they schedule wait for the next
         # turn, so a long chain of call_soon cannot keep the loop from polling its sockets.
         for _ in range(len(self._ready)):

@@ -25,11 +25,11 @@ class Task(Future[T]):
         self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
-        self._waiting_on: Future[Any] | None = None
+        self._fut_waiter: Future[Any] | None = None
         # A cancel() waiting for the next step to throw it in, and how many cancel() calls are
         # not taken back (cancelling()): a timeout takes back its timer's with uncancel(), so
         # one left over means the task is cancelled from outside.
-        self._must_cancel, self._cancel_requests = False, 0
+        self._must_cancel, self._num_cancels_requested = False, 0
         # The first step is scheduled, not run here: creating a task never runs its code
         # in the middle of the caller's code.
         get_running_loop().call_soon(self._step)
@@ -44,26 +44,26 @@ class Task(Future[T]):
         # and wake the task by cancelling the future it waits for; its next step throws the
         # error. So the coroutine's cleanup runs from the loop like any other step, not nested
         # inside whoever called cancel(), and no stale wake-up arrives after it.
-        self._cancel_requests += 1  # each call counts, even one before the last has landed
+        self._num_cancels_requested += 1  # each call counts, even one before the last has landed
         self._must_cancel = True
-        if self._waiting_on is not None:
-            self._waiting_on.cancel()
+        if self._fut_waiter is not None:
+            self._fut_waiter.cancel()
         return True
 
     def cancelling(self) -> int:
         """Return how many cancel() requests are pending: not taken back by uncancel()."""
-        return self._cancel_requests
+        return self._num_cancels_requested
 
     def uncancel(self) -> int:
         """Take back one cancel() request, as a timeout does its own; return how many are left."""
-        self._cancel_requests -= 1
-        return self._cancel_requests
+        self._num_cancels_requested -= 1
+        return self._num_cancels_requested
 
     def _step(self, exc: BaseException | None = None, value: Any = None) -> None:
         # Run the coroutine until its next pause. The paused generator frame *is* the
         # continuation: stage 1 had to spell it out as the next callback, while here send()
         # or throw() simply resumes the frame.
-        self._waiting_on = None
+        self._fut_waiter = None
         if self._must_cancel:
             exc, self._must_cancel = CancelledError(), False
         if observer := get_running_loop().observer:  # someone watches (--trace): tell it
@@ -89,7 +89,7 @@ class Task(Future[T]):
             if isinstance(yielded, Future):
                 # If cancel() was called while the coroutine ran (a task cancelling itself), the
                 # next step still throws CancelledError; CPython also cancels `yielded` at once.
-                self._waiting_on = yielded
+                self._fut_waiter = yielded
                 yielded.add_done_callback(self._wakeup)
             else:
                 # A bare `yield` where `yield from` was meant. Throwing the error in, at the

@@ -190,7 +190,7 @@ def test_a_cancelled_task_reports_cancelled(loop: EventLoop) -> None:
         loop.run_until_complete(task)
     assert task.cancelled()
     # sleep() cancelled its timer on the way out: nothing is left to fire in ten seconds.
-    assert all(handle._cancelled for _, _, handle in loop._timers)
+    assert all(handle._cancelled for _, _, handle in loop._scheduled)
 
 
 # --- The loop ----------------------------------------------------------------------------------
@@ -469,9 +469,9 @@ def test_timeout_passes_on_a_cancel_that_comes_after_its_timer_in_the_same_turn(
         with timeout(0.05):
             # The timeout's timer is the one live timer now: put a cancel right behind it,
             # due at the same moment, so that the two run in one turn, the timer first.
-            ((when, _, _),) = [t for t in loop._timers if not t[2]._cancelled]
+            ((when, _, _),) = [t for t in loop._scheduled if not t[2]._cancelled]
             outside = Handle(task.cancel, (), when)
-            heapq.heappush(loop._timers, (when, next(loop._sequence), outside))
+            heapq.heappush(loop._scheduled, (when, next(loop._sequence), outside))
             yield from stuck(cleaned)
 
     task = Task(caller())
