@@ -7,7 +7,7 @@
 from collections.abc import Callable, Generator
 from typing import Any, Generic, Self, TypeVar, cast
 
-from .loop import get_running_loop
+from .events import get_running_loop
 
 T = TypeVar("T")  # the framework's one type variable: "a result of some type T", everywhere
 

@@ -13,15 +13,14 @@ from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.log import Logger
 from shared.observe import Observer
 
-# Imported for the type checker only (futures.py imports this module), so run_until_complete's
-# annotations that name them are quoted.
-if TYPE_CHECKING:
-    from .futures import Coroutine, Future, T
+from .events import _set_running_loop
+from .futures import Coroutine, Future, T
+from .tasks import Task
 
 LOGGER = Logger(__name__)
 Callback = Callable[..., object]
@@ -132,11 +131,9 @@ class EventLoop:
                 # asyncio passes it to a handler you can replace (set_exception_handler); we log.
                 LOGGER.error("Exception in callback %r", handle.fn, exc_info=exc)
 
-    def run_until_complete(self, future: "Future[T] | Coroutine[T]") -> "T":
+    def run_until_complete(self, future: Future[T] | Coroutine[T]) -> T:
         """Run until `future` (a generator is wrapped in a Task) is done; return its result."""
         # The future's exception, if it failed, is raised here by result().
-        from .tasks import Task  # imported here: tasks.py imports this module
-
         future = Task(future) if isinstance(future, Generator) else future
         # The chapter stops the loop with a done callback that raises StopError. Checking
         # done() after each turn has the same effect and is easier to follow.
@@ -148,22 +145,3 @@ class EventLoop:
         """Release the selector; the loop cannot be used again."""
         self._selector.close()
         _set_running_loop(None)
-
-
-# asyncio keeps the running loop per thread. We have one thread and one loop at a time, so a
-# module global is enough: Futures and Tasks use it to reach call_soon without a loop being
-# passed to each of them. Ours counts as running from its making until close(), so that the
-# crawl can make its main Task before run_until_complete (asyncio.run makes both at once).
-_running_loop: EventLoop | None = None
-
-
-def get_running_loop() -> EventLoop:
-    """Return the running event loop; RuntimeError if there is none, as asyncio's does."""
-    if _running_loop is None:  # never one made on the quiet, as get_event_loop() once did
-        raise RuntimeError("no running event loop: make an EventLoop() first")
-    return _running_loop
-
-
-def _set_running_loop(loop: EventLoop | None) -> None:
-    global _running_loop
-    _running_loop = loop

@@ -15,8 +15,8 @@ from functools import partial
 
 from shared.tls import WOULD_BLOCK
 
+from .events import get_running_loop
 from .futures import Coroutine, Future, T
-from .loop import get_running_loop
 
 
 def _when_ready(sock: socket.socket, writable: bool, attempt: Callable[[], T]) -> Coroutine[T]:

@@ -7,8 +7,8 @@
 
 from typing import Any
 
+from .events import get_running_loop
 from .futures import CancelledError, Coroutine, Future, T, wake_all
-from .loop import get_running_loop
 
 
 class Task(Future[T]):

@@ -19,8 +19,9 @@ from stage2_loop import (  # noqa: F401 (the fixture `loop`)
     run,
 )
 
+from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Coroutine, Future
-from stage2_generators.loop import EventLoop, Handle, get_running_loop
+from stage2_generators.loop import EventLoop, Handle
 from stage2_generators.sockets import sock_recv
 from stage2_generators.tasks import Task, sleep, timeout
 

@@ -326,9 +326,9 @@ class Stage2Look(Look):
 
     def snapshot(self, context: tuple[Any, ...]) -> State:
         """Sockets, the ready queue, the timers, and what each task waits for."""
-        from stage2_generators import loop as loop_module
+        from stage2_generators import events as stage2_events
 
-        loop = loop_module._running_loop  # not get_running_loop(): that raises without one
+        loop = stage2_events._running_loop  # not get_running_loop(): that raises without one
         if loop is None or loop._selector.get_map() is None:
             return State(0, 0, -1, (), ())
         running = context[2] if context else None
