@@ -144,7 +144,7 @@ class EventLoop:
 
     def _run(self, callback: Callback, *args: Any) -> None:
         """Run one callback; an exception goes to the handler, the loop goes on."""
-        if self.observer:  # someone watches (--trace): each callback is one step of the crawl
+        if self.observer:  # each callback is one step of the crawl: it hears each, before it runs
             self.observer.callback(callback, args)
         try:
             callback(*args)

@@ -1,5 +1,4 @@
-"""The running loop, kept apart as asyncio's events.py keeps it: no stage 2 module imports
-the loop's module to find the loop, so none imports another in a circle."""
+"""The running loop, kept apart as in asyncio's events.py: so no module imports in a circle."""
 
 from typing import TYPE_CHECKING
 

@@ -1,9 +1,7 @@
-"""Stage 2 event loop ("Coordinating Coroutines"): stage 1's loop, able to drive a Task."""
+"""Stage 2 event loop ("Coordinating Coroutines"): stage 1's loop, able to drive a Task.
 
-# The loop waits for sockets and timers with select(), then runs callbacks, as stage 1's does.
-# What is new: a queue of callbacks ready to run (how Futures wake Tasks), one socket may wait
-# to read and to write at once, and run_until_complete drives a coroutine to completion by
-# wrapping it in a Task.
+New: a queue of ready callbacks (how Futures wake Tasks), and run_until_complete.
+"""
 
 import heapq
 import itertools
@@ -46,12 +44,13 @@ class EventLoop:
     def __init__(self, observer: Observer | None = None) -> None:
         self._selector: BaseSelector = DefaultSelector()
         self._ready: deque[Handle] = deque()
-        # A heap of (when, sequence number, handle). The sequence number breaks ties between
-        # equal times, so timers due together run in the order they were set, and two handles
-        # are never compared.
+        # A heap of (when, sequence number, handle), where asyncio's _scheduled holds its
+        # TimerHandles, ordered by their when. The sequence number breaks ties between equal
+        # times, so timers due together run in the order they were set, and two handles are
+        # never compared.
         self._scheduled: list[tuple[float, int, Handle]] = []
         self._sequence = itertools.count()
-        self.observer = observer  # someone watching the crawl (--trace): Task._step tells it
+        self.observer = observer  # None, or it hears every resume of every Task (Task._step)
         # We only ever run one loop at a time, so the newest loop becomes the running one.
         _set_running_loop(self)
 

@@ -1,8 +1,7 @@
-"""Stage 2 queue ("Coordinating Coroutines"): join() replaces the chapter's global urls_todo set."""
+"""Stage 2 queue ("Coordinating Coroutines"): join() replaces the chapter's global urls_todo set.
 
-# A queue for coroutines, with the task_done()/join() counting of queue.Queue. Workers take URLs
-# from a Queue, and the main coroutine waits in join() until every item put has been matched by
-# task_done(): the same pattern as threads with queue.Queue.
+The main coroutine waits in join() until task_done() has matched every put, as queue.Queue.
+"""
 
 from collections import deque
 from typing import Generic
@@ -17,9 +16,9 @@ class Queue(Generic[T]):
     """A first-in, first-out queue that counts unfinished work for join()."""
 
     def __init__(self) -> None:
-        self._queue: deque[T] = deque()
+        self._queue: deque[T] = deque()  # the items; the private names are asyncio's
         self._getters: list[Future[None]] = []  # one future per coroutine in get()
-        self._joiners: list[Future[None]] = []  # one future per coroutine in join()
+        self._joiners: list[Future[None]] = []  # one per join(); asyncio: an Event, _finished
         self._unfinished_tasks = 0
 
     def put_nowait(self, item: T) -> None:

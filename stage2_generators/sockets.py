@@ -1,10 +1,8 @@
-"""Stage 2 socket coroutines ("Factoring Coroutines With yield from"): waits end in a Future."""
+"""Stage 2 socket coroutines ("Factoring Coroutines With yield from"): waits end in a Future.
 
-# Connect, send and receive without blocking the loop. In stage 1 the code after an I/O wait
-# lived in the next callback. Here the callback only resolves a Future, and that code follows
-# the `yield from` in the coroutine. asyncio offers the same three operations as
-# loop.sock_connect(), loop.sock_sendall() and loop.sock_recv(); sock_handshake() is ours, for
-# TLS on the same socket (asyncio puts TLS in its transports instead).
+A socket's callback only resolves a Future; the code after the wait follows the `yield from`.
+sock_handshake is ours (TLS on the same socket): asyncio puts TLS in its transports.
+"""
 
 import contextlib
 import os

@@ -1,9 +1,7 @@
-"""Stage 2 tasks ("Building Coroutines With Generators"): no more state saved by hand."""
+"""Stage 2 tasks ("Building Coroutines With Generators"): no more state saved by hand.
 
-# A Task drives a generator coroutine from one `yield from` to the next; sleep() and timeout()
-# are the timers asyncio keeps beside its Task. In stage 1 a fetch kept its state on a Fetcher
-# object between callbacks ("state saved by hand"). Here the state lives in the generator's
-# own frame, and a Task resumes that frame.
+A Task resumes a generator's frame at each `yield from`: the frame holds what a Fetcher held.
+"""
 
 from typing import Any
 
@@ -21,7 +19,7 @@ class Task(Future[T]):
         super().__init__()
         self._coro = coro
         # asyncio names a task it is given no name for Task-1, Task-2 ...; ours takes the name
-        # of its coroutine (a test's `main`, say), which says more in a --trace line.
+        # of its coroutine (a test's `main`, say): a task is known by what it runs.
         self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
@@ -59,6 +57,8 @@ class Task(Future[T]):
         self._num_cancels_requested -= 1
         return self._num_cancels_requested
 
+    # asyncio's Task spells _step and _wakeup with two underscores (__step, __wakeup), which
+    # Python mangles to _Task__step; one keeps them plain to read, and to test.
     def _step(self, exc: BaseException | None = None, value: Any = None) -> None:
         # Run the coroutine until its next pause. The paused generator frame *is* the
         # continuation: stage 1 had to spell it out as the next callback, while here send()
@@ -66,7 +66,7 @@ class Task(Future[T]):
         self._fut_waiter = None
         if self._must_cancel:
             exc, self._must_cancel = CancelledError(), False
-        if observer := get_running_loop().observer:  # someone watches (--trace): tell it
+        if observer := get_running_loop().observer:  # it hears each resume before it runs
             observer.resume(self, value if exc is None else exc)
         # throw() is the cure for stack ripping: the exception appears inside the coroutine at
         # the very `yield from` that waited. A try/except there catches it, and if nothing
@@ -107,6 +107,7 @@ class Task(Future[T]):
         self._step(exc, awaited._result)  # the value only matters when exc is None
 
 
+# sleep() and timeout() are the timers asyncio keeps beside its Task, in tasks.py and timeouts.py.
 def sleep(delay: float) -> Coroutine[None]:
     """Pause the calling coroutine for `delay` seconds while others run."""
     fut: Future[None] = Future()
@@ -117,10 +118,10 @@ def sleep(delay: float) -> Coroutine[None]:
         handle.cancel()  # on cancel, do not leave the timer behind
 
 
-# asyncio keeps the task whose step is running, per thread (asyncio.current_task()). We have
-# one thread, so a module global will do, as for the loop: Task._step pushes its task before
-# send() or throw() and pops it after, so that code anywhere down the `yield from` chain can
-# find the task that runs it. Steps never nest: the list holds one task or none.
+# asyncio keeps the task whose step is running in a dict, one per loop (_current_tasks, read
+# by asyncio.current_task()). We have one loop, so a module global will do: Task._step pushes
+# its task before send() or throw() and pops it after, so that code anywhere down the
+# `yield from` chain can find the task that runs it. Steps never nest: one task or none.
 _running: list[Task[Any]] = []
 
 
