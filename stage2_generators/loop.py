@@ -24,6 +24,8 @@ LOGGER = Logger(__name__)
 Callback = Callable[..., object]
 
 
+# asyncio's Handle keeps _callback and _args, and its TimerHandle _when behind a when()
+# method; ours is a plain record, and only _cancelled keeps asyncio's name.
 @dataclass(slots=True)
 class Handle:
     """A callback for the loop to run, soon or once a timer is due; cancel() holds it back."""

@@ -18,8 +18,9 @@ class Task(Future[T]):
     def __init__(self, coro: Coroutine[T], name: str | None = None) -> None:
         super().__init__()
         self._coro = coro
-        # asyncio names a task it is given no name for Task-1, Task-2 ...; ours takes the name
-        # of its coroutine (a test's `main`, say): a task is known by what it runs.
+        # asyncio names a task it is given no name for Task-1, Task-2 ... and keeps it in _name
+        # (get_name()); ours takes the name of its coroutine (a test's `main`, say): a task is
+        # known by what it runs.
         self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
