@@ -26,7 +26,7 @@ first; the second says so.  Tasks are in the order of their names, so a tree rea
 same from run to run.  asyncio refuses any Future that is not its own, so stage 2 gets the
 picture from here: its Task is a coroutine wrapped in a Future, its chain a ``yield from``
 chain of generators, and a task waits for another when the future it is paused on
-(``_waiting_on``) is that task.
+(``_fut_waiter``) is that task.
 
 The stage command lines print the tree to standard error on SIGUSR1 (``kill -USR1 PID``,
 where the system has it: faulthandler's convention) and, with ``-v``, at Ctrl-C before
@@ -179,7 +179,7 @@ def generator_tasks() -> list[Any]:
 
 def generator_waits_for(waiter: Any, task: Any) -> bool:
     """Stage 2: a task waits for another when the future it is paused on is that task."""
-    return getattr(waiter, "_waiting_on", None) is task
+    return getattr(waiter, "_fut_waiter", None) is task
 
 
 # --- stage 3: asyncio's Tasks ---------------------------------------------------------------

@@ -25,7 +25,8 @@ The observer hears the steps as ``--trace`` does (it is a :class:`~shared.trace.
 and adds no line to any stage: a step ends when the next event begins (another step, or
 the loop going back to select()), and the selector's select() is wrapped, for this crawl,
 to see the loop wait and wake.  Reading the loops' private attributes (``_ready``,
-``_waiting_on``, ``_fut_waiter``) is fine for an instrument, never for a crawler.
+``_scheduled``, ``_fut_waiter``: stage 2 spells them as asyncio does) is fine for an
+instrument, never for a crawler.
 """
 
 from __future__ import annotations
@@ -70,10 +71,10 @@ def short_url(url: str | None) -> str:
 def waits_for(actor: Any) -> tuple[str, str]:
     """What a paused actor waits for: a kind (a key of COLOURS) and a few words.
 
-    A stage 2 task's future (``_waiting_on``) or a stage 3 task's (``_fut_waiter``) is a
+    The future a task waits on (``_fut_waiter``, in stage 2 as in asyncio) is a
     task, or else the innermost paused frame of its chain says what the future stands for.
     """
-    fut = getattr(actor, "_waiting_on", None) or getattr(actor, "_fut_waiter", None)
+    fut = getattr(actor, "_fut_waiter", None)
     if fut is None:
         return "future", "ready to run"
     if hasattr(fut, "_coro") or hasattr(fut, "get_coro"):  # ours, or asyncio's
@@ -318,10 +319,12 @@ class TraceEvents(Tracer):
         loop = self.loop
         if hasattr(loop, "_ready"):
             return len(loop._ready)
-        if not hasattr(loop, "_timers"):  # a loop of another shape (a student's): no count
+        if not hasattr(loop, "_scheduled"):  # a loop of another shape (a student's): no count
             return 0
         now = loop.time()
-        return sum(1 for when, _, handle in loop._timers if when <= now and not handle.cancelled())
+        return sum(
+            1 for when, _, handle in loop._scheduled if when <= now and not handle.cancelled()
+        )
 
     def watch_selector(self) -> None:
         """At a crawl's first step, wrap its loop's select() to see the loop wait and wake."""

@@ -73,7 +73,7 @@ class EventLoop:
         # A heap of (when, sequence number, handle).  The sequence number breaks ties,
         # so timers due at the same time run in the order they were set, and two
         # handles are never compared.
-        self._timers: list[tuple[float, int, TimerHandle]] = []
+        self._scheduled: list[tuple[float, int, TimerHandle]] = []
         self._sequence = itertools.count()
 
     def time(self) -> float:
@@ -99,7 +99,7 @@ class EventLoop:
     def call_later(self, delay: float, callback: Callback, *args: Any) -> TimerHandle:
         """Run ``callback(*args)`` after ``delay`` seconds; the handle can cancel it."""
         handle = TimerHandle(self.time() + delay, callback, args)
-        heapq.heappush(self._timers, (handle.when, next(self._sequence), handle))
+        heapq.heappush(self._scheduled, (handle.when, next(self._sequence), handle))
         return handle
 
     def call_soon(self, callback: Callback, *args: Any) -> TimerHandle:
@@ -121,10 +121,10 @@ class EventLoop:
         """Wait for the first ready socket or due timer, then run what is ready."""
         # A cancelled timer must not cut the wait short.  (CPython also rebuilds the
         # heap when cancelled timers are half of it; ours wait to reach the top.)
-        while self._timers and self._timers[0][2].cancelled():
-            heapq.heappop(self._timers)
-        if self._timers:
-            timeout: float | None = max(0.0, self._timers[0][0] - self.time())
+        while self._scheduled and self._scheduled[0][2].cancelled():
+            heapq.heappop(self._scheduled)
+        if self._scheduled:
+            timeout: float | None = max(0.0, self._scheduled[0][0] - self.time())
         elif self.selector.get_map():
             timeout = None  # no timer: sleep until a socket is ready
         else:
@@ -135,8 +135,8 @@ class EventLoop:
             if self.selector.get_map().get(key.fd) is key:
                 self._run(key.data, key, mask)  # the stored callback: the continuation
         now = self.time()
-        while self._timers and self._timers[0][0] <= now:
-            handle = heapq.heappop(self._timers)[2]
+        while self._scheduled and self._scheduled[0][0] <= now:
+            handle = heapq.heappop(self._scheduled)[2]
             # Checked now, not when select() returned: a callback of this very turn
             # may have cancelled it (a response that beat its own timeout).
             if not handle.cancelled():
@@ -144,7 +144,7 @@ class EventLoop:
 
     def _run(self, callback: Callback, *args: Any) -> None:
         """Run one callback; an exception goes to the handler, the loop goes on."""
-        if self.observer:  # someone watches (--trace): each callback is one step of the crawl
+        if self.observer:  # each callback is one step of the crawl: it hears each, before it runs
             self.observer.callback(callback, args)
         try:
             callback(*args)
@@ -157,4 +157,4 @@ class EventLoop:
     def close(self) -> None:
         """Release the selector and forget the timers; the loop cannot be used again."""
         self.selector.close()
-        self._timers.clear()
+        self._scheduled.clear()

@@ -1,9 +1,8 @@
-"""Stage 2 of 3: generator coroutines on a hand-made Future, Task, event loop and queue."""
+"""Stage 2 of 3: generator coroutines on a hand-made Future, Task, event loop and queue.
 
-# Chapter: "Coordinating Coroutines", on the machinery of "Building Coroutines With
-# Generators". Changed from stage 1: callbacks and state saved by hand -> coroutines that keep
-# their state in local variables and pause at each `yield from`. Compare with
-# `nox -s diff -- stage2 stage3`.
+Chapter: "Coordinating Coroutines".  Changed from stage 1: callbacks and state saved by
+hand -> coroutines that keep their state in local variables and pause at each `yield from`.
+"""
 
 from __future__ import annotations
 

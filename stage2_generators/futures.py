@@ -1,13 +1,12 @@
-"""Stage 2 futures ("Building Coroutines With Generators"): a Future replaces the callback."""
+"""Stage 2 futures ("Building Coroutines With Generators"): a Future replaces the callback.
 
-# A Future is a placeholder for a result that is not ready yet. An I/O operation no longer
-# takes a callback to run later; it hands back a Future, and whoever waits for it (usually a
-# Task, see tasks.py) subscribes to that Future.
+An I/O operation hands back a Future to wait for; the waiter, usually a Task, subscribes.
+"""
 
 from collections.abc import Callable, Generator
 from typing import Any, Generic, Self, TypeVar, cast
 
-from .loop import get_running_loop
+from .events import get_running_loop
 
 T = TypeVar("T")  # the framework's one type variable: "a result of some type T", everywhere
 

@@ -1,9 +1,7 @@
-"""Stage 2 event loop ("Coordinating Coroutines"): stage 1's loop, able to drive a Task."""
+"""Stage 2 event loop ("Coordinating Coroutines"): stage 1's loop, able to drive a Task.
 
-# The loop waits for sockets and timers with select(), then runs callbacks, as stage 1's does.
-# What is new: a queue of callbacks ready to run (how Futures wake Tasks), one socket may wait
-# to read and to write at once, and run_until_complete drives a coroutine to completion by
-# wrapping it in a Task.
+New: a queue of ready callbacks (how Futures wake Tasks), and run_until_complete.
+"""
 
 import heapq
 import itertools
@@ -13,20 +11,21 @@ from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from shared.log import Logger
 from shared.observe import Observer
 
-# Imported for the type checker only (futures.py imports this module), so run_until_complete's
-# annotations that name them are quoted.
-if TYPE_CHECKING:
-    from .futures import Coroutine, Future, T
+from .events import _set_running_loop
+from .futures import Coroutine, Future, T
+from .tasks import Task
 
 LOGGER = Logger(__name__)
 Callback = Callable[..., object]
 
 
+# asyncio's Handle keeps _callback and _args, and its TimerHandle _when behind a when()
+# method; ours is a plain record, and only _cancelled keeps asyncio's name.
 @dataclass(slots=True)
 class Handle:
     """A callback for the loop to run, soon or once a timer is due; cancel() holds it back."""
@@ -47,12 +46,13 @@ class EventLoop:
     def __init__(self, observer: Observer | None = None) -> None:
         self._selector: BaseSelector = DefaultSelector()
         self._ready: deque[Handle] = deque()
-        # A heap of (when, sequence number, handle). The sequence number breaks ties between
-        # equal times, so timers due together run in the order they were set, and two handles
-        # are never compared.
-        self._timers: list[tuple[float, int, Handle]] = []
+        # A heap of (when, sequence number, handle), where asyncio's _scheduled holds its
+        # TimerHandles, ordered by their when. The sequence number breaks ties between equal
+        # times, so timers due together run in the order they were set, and two handles are
+        # never compared.
+        self._scheduled: list[tuple[float, int, Handle]] = []
         self._sequence = itertools.count()
-        self.observer = observer  # someone watching the crawl (--trace): Task._step tells it
+        self.observer = observer  # None, or it hears every resume of every Task (Task._step)
         # We only ever run one loop at a time, so the newest loop becomes the running one.
         _set_running_loop(self)
 
@@ -64,7 +64,7 @@ class EventLoop:
         """Run fn(*args) after `delay` seconds; the returned handle can cancel it."""
         # time.monotonic(), not time.time(): a clock that never jumps when the wall clock is set.
         handle = Handle(fn, args, time.monotonic() + delay)
-        heapq.heappush(self._timers, (handle.when, next(self._sequence), handle))
+        heapq.heappush(self._scheduled, (handle.when, next(self._sequence), handle))
         return handle
 
     def add_reader(self, sock: socket.socket, fn: Callback) -> None:
@@ -102,11 +102,11 @@ class EventLoop:
 
     def run_once(self) -> None:
         """Wait for I/O or the next timer, then run every callback that is ready."""
-        while self._timers and self._timers[0][2]._cancelled:
-            heapq.heappop(self._timers)  # a cancelled timer must not cut the wait short
+        while self._scheduled and self._scheduled[0][2]._cancelled:
+            heapq.heappop(self._scheduled)  # a cancelled timer must not cut the wait short
         timeout: float | None = None  # block until a socket is ready
-        if self._ready or self._timers:  # work is waiting: only poll; a timer: wait until it is due
-            timeout = 0 if self._ready else max(0.0, self._timers[0][0] - time.monotonic())
+        if self._ready or self._scheduled:  # work waits: only poll; a timer: wait until it is due
+            timeout = 0 if self._ready else max(0.0, self._scheduled[0][0] - time.monotonic())
         elif not self._selector.get_map():
             # Without this check select() would sleep forever: say so instead.
             raise RuntimeError("deadlock: no callback, timer or socket can ever wake the loop")
@@ -114,8 +114,8 @@ class EventLoop:
             for callback, event in zip(key.data, (EVENT_READ, EVENT_WRITE), strict=True):
                 if callback and events & event:
                     self.call_soon(callback)
-        while self._timers and self._timers[0][0] <= time.monotonic():
-            self._ready.append(heapq.heappop(self._timers)[2])  # due: it runs in this turn
+        while self._scheduled and self._scheduled[0][0] <= time.monotonic():
+            self._ready.append(heapq.heappop(self._scheduled)[2])  # due: it runs in this turn
         # Run only the callbacks that are ready now. Those they schedule wait for the next
         # turn, so a long chain of call_soon cannot keep the loop from polling its sockets.
         for _ in range(len(self._ready)):
@@ -132,11 +132,9 @@ class EventLoop:
                 # asyncio passes it to a handler you can replace (set_exception_handler); we log.
                 LOGGER.error("Exception in callback %r", handle.fn, exc_info=exc)
 
-    def run_until_complete(self, future: "Future[T] | Coroutine[T]") -> "T":
+    def run_until_complete(self, future: Future[T] | Coroutine[T]) -> T:
         """Run until `future` (a generator is wrapped in a Task) is done; return its result."""
         # The future's exception, if it failed, is raised here by result().
-        from .tasks import Task  # imported here: tasks.py imports this module
-
         future = Task(future) if isinstance(future, Generator) else future
         # The chapter stops the loop with a done callback that raises StopError. Checking
         # done() after each turn has the same effect and is easier to follow.
@@ -148,22 +146,3 @@ class EventLoop:
         """Release the selector; the loop cannot be used again."""
         self._selector.close()
         _set_running_loop(None)
-
-
-# asyncio keeps the running loop per thread. We have one thread and one loop at a time, so a
-# module global is enough: Futures and Tasks use it to reach call_soon without a loop being
-# passed to each of them. Ours counts as running from its making until close(), so that the
-# crawl can make its main Task before run_until_complete (asyncio.run makes both at once).
-_running_loop: EventLoop | None = None
-
-
-def get_running_loop() -> EventLoop:
-    """Return the running event loop; RuntimeError if there is none, as asyncio's does."""
-    if _running_loop is None:  # never one made on the quiet, as get_event_loop() once did
-        raise RuntimeError("no running event loop: make an EventLoop() first")
-    return _running_loop
-
-
-def _set_running_loop(loop: EventLoop | None) -> None:
-    global _running_loop
-    _running_loop = loop

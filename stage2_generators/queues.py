@@ -1,8 +1,7 @@
-"""Stage 2 queue ("Coordinating Coroutines"): join() replaces the chapter's global urls_todo set."""
+"""Stage 2 queue ("Coordinating Coroutines"): join() replaces the chapter's global urls_todo set.
 
-# A queue for coroutines, with the task_done()/join() counting of queue.Queue. Workers take URLs
-# from a Queue, and the main coroutine waits in join() until every item put has been matched by
-# task_done(): the same pattern as threads with queue.Queue.
+The main coroutine waits in join() until task_done() has matched every put, as queue.Queue.
+"""
 
 from collections import deque
 from typing import Generic
@@ -17,14 +16,14 @@ class Queue(Generic[T]):
     """A first-in, first-out queue that counts unfinished work for join()."""
 
     def __init__(self) -> None:
-        self._items: deque[T] = deque()
+        self._queue: deque[T] = deque()  # the items; the private names are asyncio's
         self._getters: list[Future[None]] = []  # one future per coroutine in get()
-        self._joiners: list[Future[None]] = []  # one future per coroutine in join()
+        self._joiners: list[Future[None]] = []  # one per join(); asyncio: an Event, _finished
         self._unfinished_tasks = 0
 
     def put_nowait(self, item: T) -> None:
         """Add an item, count it as unfinished work and wake the waiting getters."""
-        self._items.append(item)
+        self._queue.append(item)
         self._unfinished_tasks += 1
         # asyncio wakes exactly one getter, and must pass the wake-up on if that getter is
         # cancelled before it runs. We wake them all: then a cancelled getter cannot strand an
@@ -36,11 +35,11 @@ class Queue(Generic[T]):
         """Remove and return the next item, waiting while the queue is empty."""
         # A loop, not an if: between our wake-up and our turn to run, another coroutine may
         # take the item; then we simply wait again.
-        while not self._items:
+        while not self._queue:
             getter: Future[None] = Future()
             self._getters.append(getter)
             yield from getter  # suspends: waits for put_nowait() to wake us
-        return self._items.popleft()
+        return self._queue.popleft()
 
     def task_done(self) -> None:
         """Count one item as processed; raise ValueError if called more often than put_nowait."""

@@ -1,10 +1,8 @@
-"""Stage 2 socket coroutines ("Factoring Coroutines With yield from"): waits end in a Future."""
+"""Stage 2 socket coroutines ("Factoring Coroutines With yield from"): waits end in a Future.
 
-# Connect, send and receive without blocking the loop. In stage 1 the code after an I/O wait
-# lived in the next callback. Here the callback only resolves a Future, and that code follows
-# the `yield from` in the coroutine. asyncio offers the same three operations as
-# loop.sock_connect(), loop.sock_sendall() and loop.sock_recv(); sock_handshake() is ours, for
-# TLS on the same socket (asyncio puts TLS in its transports instead).
+A socket's callback only resolves a Future; the code after the wait follows the `yield from`.
+sock_handshake is ours (TLS on the same socket): asyncio puts TLS in its transports.
+"""
 
 import contextlib
 import os
@@ -15,8 +13,8 @@ from functools import partial
 
 from shared.tls import WOULD_BLOCK
 
+from .events import get_running_loop
 from .futures import Coroutine, Future, T
-from .loop import get_running_loop
 
 
 def _when_ready(sock: socket.socket, writable: bool, attempt: Callable[[], T]) -> Coroutine[T]:

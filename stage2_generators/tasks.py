@@ -1,14 +1,12 @@
-"""Stage 2 tasks ("Building Coroutines With Generators"): no more state saved by hand."""
+"""Stage 2 tasks ("Building Coroutines With Generators"): no more state saved by hand.
 
-# A Task drives a generator coroutine from one `yield from` to the next; sleep() and timeout()
-# are the timers asyncio keeps beside its Task. In stage 1 a fetch kept its state on a Fetcher
-# object between callbacks ("state saved by hand"). Here the state lives in the generator's
-# own frame, and a Task resumes that frame.
+A Task resumes a generator's frame at each `yield from`: the frame holds what a Fetcher held.
+"""
 
 from typing import Any
 
+from .events import get_running_loop
 from .futures import CancelledError, Coroutine, Future, T, wake_all
-from .loop import get_running_loop
 
 
 class Task(Future[T]):
@@ -20,16 +18,17 @@ class Task(Future[T]):
     def __init__(self, coro: Coroutine[T], name: str | None = None) -> None:
         super().__init__()
         self._coro = coro
-        # asyncio names a task it is given no name for Task-1, Task-2 ...; ours takes the name
-        # of its coroutine (a test's `main`, say), which says more in a --trace line.
+        # asyncio names a task it is given no name for Task-1, Task-2 ... and keeps it in _name
+        # (get_name()); ours takes the name of its coroutine (a test's `main`, say): a task is
+        # known by what it runs.
         self.name = name or str(getattr(coro, "__name__", "task"))
         # The future the coroutine is paused on, so that cancel() can cancel it too. It is
         # None only while a step is scheduled or running.
-        self._waiting_on: Future[Any] | None = None
+        self._fut_waiter: Future[Any] | None = None
         # A cancel() waiting for the next step to throw it in, and how many cancel() calls are
         # not taken back (cancelling()): a timeout takes back its timer's with uncancel(), so
         # one left over means the task is cancelled from outside.
-        self._must_cancel, self._cancel_requests = False, 0
+        self._must_cancel, self._num_cancels_requested = False, 0
         # The first step is scheduled, not run here: creating a task never runs its code
         # in the middle of the caller's code.
         get_running_loop().call_soon(self._step)
@@ -44,29 +43,31 @@ class Task(Future[T]):
         # and wake the task by cancelling the future it waits for; its next step throws the
         # error. So the coroutine's cleanup runs from the loop like any other step, not nested
         # inside whoever called cancel(), and no stale wake-up arrives after it.
-        self._cancel_requests += 1  # each call counts, even one before the last has landed
+        self._num_cancels_requested += 1  # each call counts, even one before the last has landed
         self._must_cancel = True
-        if self._waiting_on is not None:
-            self._waiting_on.cancel()
+        if self._fut_waiter is not None:
+            self._fut_waiter.cancel()
         return True
 
     def cancelling(self) -> int:
         """Return how many cancel() requests are pending: not taken back by uncancel()."""
-        return self._cancel_requests
+        return self._num_cancels_requested
 
     def uncancel(self) -> int:
         """Take back one cancel() request, as a timeout does its own; return how many are left."""
-        self._cancel_requests -= 1
-        return self._cancel_requests
+        self._num_cancels_requested -= 1
+        return self._num_cancels_requested
 
+    # asyncio's Task spells _step and _wakeup with two underscores (__step, __wakeup), which
+    # Python mangles to _Task__step; one keeps them plain to read, and to test.
     def _step(self, exc: BaseException | None = None, value: Any = None) -> None:
         # Run the coroutine until its next pause. The paused generator frame *is* the
         # continuation: stage 1 had to spell it out as the next callback, while here send()
         # or throw() simply resumes the frame.
-        self._waiting_on = None
+        self._fut_waiter = None
         if self._must_cancel:
             exc, self._must_cancel = CancelledError(), False
-        if observer := get_running_loop().observer:  # someone watches (--trace): tell it
+        if observer := get_running_loop().observer:  # it hears each resume before it runs
             observer.resume(self, value if exc is None else exc)
         # throw() is the cure for stack ripping: the exception appears inside the coroutine at
         # the very `yield from` that waited. A try/except there catches it, and if nothing
@@ -89,7 +90,7 @@ class Task(Future[T]):
             if isinstance(yielded, Future):
                 # If cancel() was called while the coroutine ran (a task cancelling itself), the
                 # next step still throws CancelledError; CPython also cancels `yielded` at once.
-                self._waiting_on = yielded
+                self._fut_waiter = yielded
                 yielded.add_done_callback(self._wakeup)
             else:
                 # A bare `yield` where `yield from` was meant. Throwing the error in, at the
@@ -107,6 +108,7 @@ class Task(Future[T]):
         self._step(exc, awaited._result)  # the value only matters when exc is None
 
 
+# sleep() and timeout() are the timers asyncio keeps beside its Task, in tasks.py and timeouts.py.
 def sleep(delay: float) -> Coroutine[None]:
     """Pause the calling coroutine for `delay` seconds while others run."""
     fut: Future[None] = Future()
@@ -117,10 +119,10 @@ def sleep(delay: float) -> Coroutine[None]:
         handle.cancel()  # on cancel, do not leave the timer behind
 
 
-# asyncio keeps the task whose step is running, per thread (asyncio.current_task()). We have
-# one thread, so a module global will do, as for the loop: Task._step pushes its task before
-# send() or throw() and pops it after, so that code anywhere down the `yield from` chain can
-# find the task that runs it. Steps never nest: the list holds one task or none.
+# asyncio keeps the task whose step is running in a dict, one per loop (_current_tasks, read
+# by asyncio.current_task()). We have one loop, so a module global will do: Task._step pushes
+# its task before send() or throw() and pops it after, so that code anywhere down the
+# `yield from` chain can find the task that runs it. Steps never nest: one task or none.
 _running: list[Task[Any]] = []
 
 

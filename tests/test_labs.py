@@ -822,7 +822,7 @@ def test_lab5_cancelling_one_waiter_cancels_the_robots_fetch_and_the_other_worke
             def cancel_when_both_wait() -> None:
                 workers = main._coro.gi_frame.f_locals["workers"]
                 robots = crawler.robots_tasks.get(robots_url)
-                if robots is None or not all(w._waiting_on is robots for w in workers):
+                if robots is None or not all(w._fut_waiter is robots for w in workers):
                     loop.call_later(0.005, cancel_when_both_wait)  # not yet: look again soon
                     return
                 seen.update(workers=workers, robots=robots)

@@ -27,18 +27,20 @@ def imported_modules(path: Path, root: Path = ROOT) -> set[str]:
     """Every module a file imports, by its absolute dotted name (relative imports resolved)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*parent, base] if base else parent)
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
+    return {name for node in ast.walk(tree) for name in import_names(node, package)}
+
+
+def import_names(node: ast.AST, package: str) -> set[str]:
+    """The absolute dotted names one import statement names (none for any other node)."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    if not isinstance(node, ast.ImportFrom):
+        return set()
+    base = node.module or ""
+    if node.level:
+        parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*parent, base] if base else parent)
+    return {base} | {f"{base}.{alias.name}" for alias in node.names}
 
 
 def python_files(folder: Path) -> list[Path]:
@@ -105,3 +107,98 @@ def test_a_wrong_import_is_named(source: str, where: str, expected: str, tmp_pat
     path.parent.mkdir(parents=True)
     path.write_text(source, encoding="utf-8")
     assert any(expected in sentence for sentence in violations(path, tmp_path))
+
+
+# --- inside a stage: imports at the top, and no circle ----------------------------------------
+
+
+def is_type_checking(node: ast.AST) -> bool:
+    """Whether a node is `if TYPE_CHECKING:`, whose imports never run."""
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def load_imports(path: Path, root: Path = ROOT) -> tuple[set[str], list[str]]:
+    """What a file imports as it loads, and its imports hidden inside functions, as sentences.
+
+    An import under `if TYPE_CHECKING:` is for the type checker alone: it never runs.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    where = path.relative_to(root)
+    package = ".".join(where.with_suffix("").parts[:-1])
+    loaded: set[str] = set()
+    hidden: list[str] = []
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            hidden += [
+                f"{where}:{inner.lineno} imports inside a function"
+                for inner in ast.walk(node)
+                if isinstance(inner, ast.Import | ast.ImportFrom)
+            ]
+            continue
+        loaded |= import_names(node, package)
+        pending += [child for child in ast.iter_child_nodes(node) if not is_type_checking(child)]
+    return loaded, hidden
+
+
+def package_problems(package: Path, root: Path = ROOT) -> list[str]:
+    """A hand-made stage's imports inside functions, and any circle among its modules."""
+    modules = {
+        ".".join(p.relative_to(root).with_suffix("").parts): p for p in python_files(package)
+    }
+    edges: dict[str, set[str]] = {}
+    problems: list[str] = []
+    for name, path in modules.items():
+        loaded, hidden = load_imports(path, root)
+        problems += hidden
+        edges[name] = {m for m in loaded if m in modules and m != name}
+    # Depth first: a module met again while it is still on the path closes a circle.
+    done: set[str] = set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            problems.append("import circle: " + " -> ".join([*path[path.index(name) :], name]))
+            return
+        if name not in done:
+            for other in sorted(edges[name]):
+                visit(other, [*path, name])
+            done.add(name)
+
+    for name in sorted(modules):
+        visit(name, [])
+    return problems
+
+
+@pytest.mark.parametrize("package", ["stage1_callbacks", "stage2_generators"])
+def test_a_hand_made_stage_imports_at_the_top_and_in_one_direction(package: str) -> None:
+    """Every import of the stage runs as its module loads, and no two modules need each other.
+
+    The running loop is kept where asyncio keeps it, in a module of its own (events.py), so
+    that futures, tasks and the loop can each reach it without importing the loop's module.
+    """
+    problems = package_problems(ROOT / package)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"a.py": "from . import b\n", "b.py": "from .a import x\n"}, "circle: pkg.a -> pkg.b"),
+        ({"a.py": "def f():\n    from . import b\n", "b.py": ""}, "a.py:2 imports inside"),
+        ({"a.py": "if TYPE_CHECKING:\n    from . import b\n", "b.py": "import pkg.a\n"}, None),
+    ],
+)
+def test_a_circle_or_a_hidden_import_is_named(
+    files: dict[str, str], expected: str | None, tmp_path: Path
+) -> None:
+    """A circle, or an import inside a function, planted in a package is reported; an import
+    for the type checker alone is not."""
+    (tmp_path / "pkg").mkdir()
+    for name, text in files.items():
+        (tmp_path / "pkg" / name).write_text(text, encoding="utf-8")
+    problems = package_problems(tmp_path / "pkg", tmp_path)
+    if expected is None:
+        assert problems == []
+    else:
+        assert any(expected in problem for problem in problems), problems

@@ -25,9 +25,10 @@ from shared.httpwire import address, request_bytes
 from shared.log import Record
 from shared.testsite import ServerTLS
 from shared.tls import ssl_context, tls_socket
-from stage2_generators import loop as loop_module
+from stage2_generators import events
+from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
-from stage2_generators.loop import EventLoop, Handle, get_running_loop
+from stage2_generators.loop import EventLoop, Handle
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
 from stage2_generators.tasks import Task, sleep, timeout
@@ -190,7 +191,7 @@ def test_a_cancelled_task_reports_cancelled(loop: EventLoop) -> None:
         loop.run_until_complete(task)
     assert task.cancelled()
     # sleep() cancelled its timer on the way out: nothing is left to fire in ten seconds.
-    assert all(handle._cancelled for _, _, handle in loop._timers)
+    assert all(handle._cancelled for _, _, handle in loop._scheduled)
 
 
 # --- The loop ----------------------------------------------------------------------------------
@@ -469,9 +470,9 @@ def test_timeout_passes_on_a_cancel_that_comes_after_its_timer_in_the_same_turn(
         with timeout(0.05):
             # The timeout's timer is the one live timer now: put a cancel right behind it,
             # due at the same moment, so that the two run in one turn, the timer first.
-            ((when, _, _),) = [t for t in loop._timers if not t[2]._cancelled]
+            ((when, _, _),) = [t for t in loop._scheduled if not t[2]._cancelled]
             outside = Handle(task.cancel, (), when)
-            heapq.heappush(loop._timers, (when, next(loop._sequence), outside))
+            heapq.heappush(loop._scheduled, (when, next(loop._sequence), outside))
             yield from stuck(cleaned)
 
     task = Task(caller())
@@ -528,12 +529,12 @@ def test_without_an_event_loop_a_task_says_what_is_missing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No loop running: asking for one raises, as asyncio's does; none is made on the quiet."""
-    monkeypatch.setattr(loop_module, "_running_loop", None)  # no loop, whatever ran before
+    monkeypatch.setattr(events, "_running_loop", None)  # no loop, whatever ran before
     with pytest.raises(RuntimeError, match="no running event loop"):
         get_running_loop()
     with pytest.raises(RuntimeError, match="no running event loop"):
         Task(sleep(0))
-    assert loop_module._running_loop is None
+    assert events._running_loop is None
 
 
 def test_uncancel_takes_back_one_request_as_asyncio_does(loop: EventLoop) -> None:

@@ -181,7 +181,7 @@ def test_the_shape_is_pstrees_one_tree_each_task_once() -> None:
 
     class Task:  # stage 2's, as far as the tree looks: a name, a coroutine, a future
         def __init__(self, name: str, coro: Any) -> None:
-            self.name, self._coro, self._waiting_on = name, coro, None
+            self.name, self._coro, self._fut_waiter = name, coro, None
 
     def paused(function: Any) -> Any:
         coro = function()
@@ -197,7 +197,7 @@ def test_the_shape_is_pstrees_one_tree_each_task_once() -> None:
     main, fetch = Task("crawl", paused(crawl)), Task("robots.txt", paused(work))
     workers = [Task(f"worker-{n}", paused(work)) for n in (10, 2)]
     for worker in workers:
-        worker._waiting_on = fetch
+        worker._fut_waiter = fetch
     lines = tasktree.lines([fetch, *workers, main], tasktree.generator_waits_for)
     here, line = "tests/test_tasktree.py", crawl.__code__.co_firstlineno + 1
     ids = {task.name: f"{id(task):#x}" for task in (main, fetch, *workers)}

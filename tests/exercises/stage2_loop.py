@@ -91,7 +91,7 @@ def run(
             if left <= 0:
                 cause = explain() + errors.first()
                 pytest.fail(f"{cause}still not done after {limit} s: was a wake-up lost?")
-            timers = any(not handle._cancelled for _, _, handle in loop._timers)
+            timers = any(not handle._cancelled for _, _, handle in loop._scheduled)
             busy = timers or loop._selector.get_map()
             watchdog = loop.call_later(left, lambda: None) if busy else None
             try:

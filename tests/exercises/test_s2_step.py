@@ -24,8 +24,9 @@ from stage2_loop import (  # noqa: F401 (the fixture `loop`)
 from shared.log import Record
 from shared.observe import Observer
 from stage2_generators import tasks
+from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Coroutine, Future
-from stage2_generators.loop import EventLoop, get_running_loop
+from stage2_generators.loop import EventLoop
 from stage2_generators.tasks import Task, sleep
 
 T = TypeVar("T")

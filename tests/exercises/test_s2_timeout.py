@@ -19,8 +19,9 @@ from stage2_loop import (  # noqa: F401 (the fixture `loop`)
     run,
 )
 
+from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Coroutine, Future
-from stage2_generators.loop import EventLoop, Handle, get_running_loop
+from stage2_generators.loop import EventLoop, Handle
 from stage2_generators.sockets import sock_recv
 from stage2_generators.tasks import Task, sleep, timeout
 
@@ -32,7 +33,7 @@ OUTSIDE = "a cancel from outside the block must stay a CancelledError, even in t
 
 def live_timers(loop: EventLoop) -> int:
     """How many timers the loop still holds that have not been cancelled."""
-    return sum(not handle._cancelled for _, _, handle in loop._timers)
+    return sum(not handle._cancelled for _, _, handle in loop._scheduled)
 
 
 def guarded(events: list[str], delay: float = 10.0) -> Coroutine[str]:
@@ -321,8 +322,8 @@ def test_a_cancel_in_the_turn_of_the_timeout_after_it_is_still_a_cancel(
 
     # Put a cancel right behind the timeout's timer (due first: the sleep's is 10 s away),
     # due at the same moment: the loop runs the two in one turn, in the order they were set.
-    when = min(when for when, _, handle in loop._timers if not handle._cancelled)
-    heapq.heappush(loop._timers, (when, next(loop._sequence), Handle(task.cancel, (), when)))
+    when = min(when for when, _, handle in loop._scheduled if not handle._cancelled)
+    heapq.heappush(loop._scheduled, (when, next(loop._sequence), Handle(task.cancel, (), when)))
     with raises(CancelledError, OUTSIDE):
         run(loop, task)
     assert outcome == ["CancelledError"], (

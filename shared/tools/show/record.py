@@ -8,7 +8,7 @@ numbers, and the state of the loop at that moment.
 
 The loop's state is read by looking at the loop from here, not by hooks in the stages:
 every stage is a lesson that must stay short.  That means reading private attributes
-(``EventLoop._timers``, ``Task._waiting_on``, asyncio's ``_ready`` and ``_fut_waiter``):
+(``EventLoop._scheduled``, ``Task._fut_waiter``, asyncio's ``_ready`` and ``_fut_waiter``):
 acceptable for a visualisation, which may break with them, and never for a crawler.
 A recorder bug must not change the crawl it watches, so errors are collected in
 :attr:`Recorder.errors` and reported once the crawl is over.
@@ -270,7 +270,7 @@ class Stage1Look(Look):
         if loop is None:
             return State(0, 0, -1, (), ())
         now = loop.time()
-        handles = [handle for _, _, handle in loop._timers if not handle.cancelled()]
+        handles = [handle for _, _, handle in loop._scheduled if not handle.cancelled()]
         timers, next_ms = self.timers(handles, lambda h: h.when, now)
         ready = sum(1 for handle in handles if handle.when <= now)  # call_soon is a timer
         sockets = []
@@ -317,7 +317,7 @@ class Stage2Look(Look):
             if frame.f_code.co_name != "__iter__"  # Future.__iter__ is plumbing, as in --trace
         ]
         # Where the coroutine paused says what it waited for: Task._step has just let go
-        # of the future (_waiting_on is None), but Future.__iter__ still holds it as self.
+        # of the future (_fut_waiter is None), but Future.__iter__ still holds it as self.
         paused = list(generator_frames(coro))
         at_future = paused and paused[-1].f_code.co_name == "__iter__"
         fut = paused[-1].f_locals.get("self") if at_future else None
@@ -326,9 +326,9 @@ class Stage2Look(Look):
 
     def snapshot(self, context: tuple[Any, ...]) -> State:
         """Sockets, the ready queue, the timers, and what each task waits for."""
-        from stage2_generators import loop as loop_module
+        from stage2_generators import events as stage2_events
 
-        loop = loop_module._running_loop  # not get_running_loop(): that raises without one
+        loop = stage2_events._running_loop  # not get_running_loop(): that raises without one
         if loop is None or loop._selector.get_map() is None:
             return State(0, 0, -1, (), ())
         running = context[2] if context else None
@@ -342,11 +342,11 @@ class Stage2Look(Look):
             if frame is not None and frame.f_code.co_name == "_when_ready":
                 owners[id(frame.f_locals.get("fut"))] = task
             actor = self.rec.actor(task, task.name)
-            if task._waiting_on is None:
+            if task._fut_waiter is None:
                 label = "running" if task is running else "ready to run"
                 waits.append((actor, OTHER, label))
             else:
-                waits.append((actor, *self.waits_for(task._waiting_on, frame)))
+                waits.append((actor, *self.waits_for(task._fut_waiter, frame)))
         sockets = []
         for key in loop._selector.get_map().values():
             fd = key.fd
@@ -357,7 +357,7 @@ class Stage2Look(Look):
                     owner = owners.get(id(fut)) if fut is not None else None
                     actor = self.rec.known(owner) if owner is not None else -1
                     sockets.append((fd, mode, actor, getattr(callback, "__name__", "?")))
-        handles = [handle for _, _, handle in loop._timers if not handle._cancelled]
+        handles = [handle for _, _, handle in loop._scheduled if not handle._cancelled]
         timers, next_ms = self.timers(handles, lambda h: h.when, time.monotonic())
         return State(
             len(loop._ready), timers, next_ms, tuple(sorted(sockets)), tuple(sorted(waits))
