@@ -227,7 +227,7 @@ def test_each_stage_is_under_the_500_lines_the_readme_says() -> None:
 
 
 #: The book's budget for each stage, its framework included, counted as count_lines does.
-BUDGETS = {"stage1_callbacks": 400, "stage2_generators": 480, "stage3_asyncio": 140}
+BUDGETS = {"stage1_callbacks": 400, "stage2_generators": 480, "stage3_asyncio": 175}
 
 
 def test_each_stage_keeps_to_its_budget() -> None:
