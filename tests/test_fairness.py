@@ -172,8 +172,8 @@ def test_no_url_fails_against_a_server_that_closes_each_connection_unannounced(
     """One response per connection, no `Connection: close`, and --max-tries 1: no URL lost.
 
     Redirects and their targets, one right after the other, are where a client that
-    keeps connections alive takes a dead one from its pool (stage 3 did, before it
-    stopped pooling): the traps have a dozen.
+    keeps connections alive takes a dead one from its pool: the traps have a dozen.
+    Stage 3 pools, and sends such a request again at no cost of a try (stale_is_free).
     """
     site = Site(pages=30, silent_close=True)
     with serve(site) as base_url:
