@@ -49,7 +49,7 @@ def pool_trace() -> aiohttp.TraceConfig:
 
 
 class HungUp(aiohttp.ClientConnectionError):
-    """The server took the request on a new connection and hung up before answering."""
+    """The server hung up on a request it saw: one on a new connection, or half answered."""
 
 
 async def stale_is_free(
@@ -58,7 +58,7 @@ async def stale_is_free(
     """Send a request (a middleware of the session); a pooled connection found dead costs nothing.
 
     A server may close an idle kept-alive connection whenever it likes, without a word; a
-    request sent on it dies before any answer, and the server never saw it.  So such a
+    request sent on it dies before any byte of answer, and the server never saw it.  So such a
     request goes again, on the next connection (each dead one is closed, never pooled again:
     a new one at the latest after the pool).  The same death on a new connection means the
     server took the request and hung up: a try lost, which --max-tries counts.  HungUp
@@ -121,7 +121,8 @@ class Crawler(BaseCrawler):
             # aiohttp's line limits above ours, so that checked_head's decide, as in 1 and 2.
             max_line_size=2 * MAX_FIELD,
             max_field_size=2 * MAX_FIELD,
-            # A try is a request the server could have seen, as in stages 1 and 2: see there.
+            # A try is a request the server could have seen, as in stages 1 and 2: see there
+            # (stale_is_free) for the one a pooled connection loses, which costs no try.
             middlewares=(stale_is_free,),
             # pool_trace for stale_is_free; a watcher (if any) hears of connections.
             trace_configs=[pool_trace(), *connection_traces(self.observer)],
