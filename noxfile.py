@@ -215,8 +215,8 @@ def tools(session: nox.Session) -> None:
 def aiohttp_floor(session: nox.Session) -> None:
     """Stage 3's tests on the oldest aiohttp that pyproject.toml allows (`aiohttp>=X`: X).
 
-    Stage 3 turns off aiohttp's own retry through a private attribute (see
-    stage3_asyncio/crawler.py); tests/test_fairness.py checks that aiohttp still reads it.
+    Stage 3 counts its tries with aiohttp's middlewares and trace configs (see
+    stage3_asyncio/crawler.py); tests/test_fairness.py checks the count on the floor too.
     What a response means must not depend on aiohttp's version either: the hostile
     catalogues (tests/test_crawl.py) give stage 3 the same records on the floor.  The
     tests session runs all this on the newest aiohttp, this one on the floor of the range.

@@ -196,11 +196,18 @@ class CoroutineSteps:
         if event != "call":
             return
         if self.ours(frame) and frame.f_lasti > first_resume(frame.f_code):
+            if not self.chain and coroutine(frame.f_back):
+                return  # resumed under a library's coroutine (aiohttp's, a middleware): told
             self.chain.append(frame)  # resumed where it paused: one more link of this step
             return
         self.flush()  # entered anything else: the chain resumed in this step is complete
-        if self.ours(frame) and not self.ours(frame.f_back):  # a task's first step
+        if self.ours(frame) and not coroutine(frame.f_back):  # a task's first step
             self.tell(f"{frame.f_code.co_name} started", frame.f_locals.get("url"))
+
+
+def coroutine(frame: FrameType | None) -> bool:
+    """Tell whether a frame runs a coroutine: a caller that is one makes no new step."""
+    return frame is not None and bool(frame.f_code.co_flags & CO_COROUTINE)
 
 
 @contextmanager
@@ -215,7 +222,9 @@ def trace_coroutines(
     frame from elsewhere is entered, and the step is told then.  A task's first step
     enters one of our coroutines from asyncio's code: it says "started", as stage 2's
     ``<- None``.  A coroutine one of ours calls is part of its caller's step, not a new
-    one.  Without a tracer this does nothing; a second tracer joins the first's hook.
+    one, and so is one a library's coroutine calls (stage 3's middleware, from aiohttp):
+    the step is told by the chain above it.  Without a tracer this does nothing; a second
+    tracer joins the first's hook.
     """
     if tracer is None:
         yield

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from contextvars import ContextVar
 
 import aiohttp
 from aiohttp.abc import ResolveResult
@@ -25,6 +26,55 @@ from shared.responses import MAX_BODY
 # verify, a body shorter than its Content-Length, a garbage status line), a head that
 # stages 1 and 2 refuse (WireError, from checked_head) and the timeout.
 NETWORK_ERRORS = (aiohttp.ClientError, WireError, TimeoutError)
+
+# Whether the request being sent went out on a connection taken from aiohttp's pool.  aiohttp
+# tells its trace configs (pool_trace) in the task that sends the request, and a ContextVar
+# is that task's own: each worker has its answer, however many send at once.
+REUSED: ContextVar[bool] = ContextVar("REUSED", default=False)
+
+
+def pool_trace() -> aiohttp.TraceConfig:
+    """A trace config that sets REUSED each time a request has its connection."""
+
+    async def new(*_: object) -> None:
+        REUSED.set(False)
+
+    async def from_pool(*_: object) -> None:
+        REUSED.set(True)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(new)
+    trace.on_connection_reuseconn.append(from_pool)
+    return trace
+
+
+class HungUp(aiohttp.ClientConnectionError):
+    """The server hung up on a request it saw: one on a new connection, or half answered."""
+
+
+async def stale_is_free(
+    request: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType
+) -> aiohttp.ClientResponse:
+    """Send a request (a middleware of the session); a pooled connection found dead costs nothing.
+
+    A server may close an idle kept-alive connection whenever it likes, without a word; a
+    request sent on it dies before any byte of answer, and the server never saw it.  So such a
+    request goes again, on the next connection (each dead one is closed, never pooled again:
+    a new one at the latest after the pool).  The same death on a new connection means the
+    server took the request and hung up: a try lost, which --max-tries counts.  HungUp
+    carries it past aiohttp, which would quietly send that request a second time itself.
+    """
+    while True:
+        REUSED.set(False)  # until aiohttp says it took a connection from the pool
+        try:
+            return await handler(request)  # suspends: connect (or reuse), send, read the head
+        except aiohttp.ClientConnectorError:
+            raise  # no connection at all: nothing was sent, and aiohttp sends nothing again
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            # aiohttp's exc.message: the part of a head that came before the close, if any.
+            answered = isinstance(getattr(exc, "message", ""), aiohttp.http.RawResponseMessage)
+            if answered or not REUSED.get():
+                raise HungUp(f"{type(exc).__name__}: {exc}") from exc
 
 
 class FirstAddress(aiohttp.ThreadedResolver):
@@ -48,15 +98,11 @@ class Crawler(BaseCrawler):
         for item in self.start_items():
             self.q.put_nowait(item)
         # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
-        # force_close: a new connection per request, as in stages 1 and 2, so a try is one
-        # request on one connection.  A pooled connection the server had closed unannounced
-        # would fail a request it never saw, and no client can tell that from a server that
-        # took the request and hung up (the test site's flaky page): a free retry for the one
-        # is a free retry for the other.  No pool, no such failures (see the guide).
+        # Unlike stages 1 and 2, a connection is kept alive after its answer, in aiohttp's
+        # pool, for the next request to the same host: no new connect, no new TLS handshake.
         connector = aiohttp.TCPConnector(
             limit=self.max_tasks,
             ssl=self.ssl_context,
-            force_close=True,
             resolver=FirstAddress(),
             socket_factory=small_reads,  # a read at a time the loop can afford: see there
         )
@@ -75,13 +121,12 @@ class Crawler(BaseCrawler):
             # aiohttp's line limits above ours, so that checked_head's decide, as in 1 and 2.
             max_line_size=2 * MAX_FIELD,
             max_field_size=2 * MAX_FIELD,
-            trace_configs=connection_traces(self.observer),  # a watcher hears of connections
+            # A try is a request the server could have seen, as in stages 1 and 2: see there
+            # (stale_is_free) for the one a pooled connection loses, which costs no try.
+            middlewares=(stale_is_free,),
+            # pool_trace for stale_is_free; a watcher (if any) hears of connections.
+            trace_configs=[pool_trace(), *connection_traces(self.observer)],
         ) as self.session:
-            # aiohttp quietly repeats a GET once when the server hangs up before answering: a
-            # second try that --max-tries would not count.  Retrying is the crawler's job, so
-            # turn it off.  aiohttp has no public switch for it: this attribute is what its
-            # ClientSession._request reads, and tests/test_stage3.py checks that it still does.
-            self.session._retry_connection = False
             workers = [
                 asyncio.create_task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)
             ]

@@ -12,7 +12,6 @@ holds a try for as long as the site lets it (15 s here), or forever.
 
 from __future__ import annotations
 
-import asyncio
 import http.client
 import json
 import socket
@@ -23,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
-import aiohttp
 import pytest
 
 from shared.crawling import Options
@@ -174,8 +172,8 @@ def test_no_url_fails_against_a_server_that_closes_each_connection_unannounced(
     """One response per connection, no `Connection: close`, and --max-tries 1: no URL lost.
 
     Redirects and their targets, one right after the other, are where a client that
-    keeps connections alive takes a dead one from its pool (stage 3 did, before it
-    stopped pooling): the traps have a dozen.
+    keeps connections alive takes a dead one from its pool: the traps have a dozen.
+    Stage 3 pools, and sends such a request again at no cost of a try (stale_is_free).
     """
     site = Site(pages=30, silent_close=True)
     with serve(site) as base_url:
@@ -253,6 +251,27 @@ def test_a_silent_close_answers_one_request_per_connection() -> None:
     assert dict(site.requests) == {"/p/1": 1}  # the second request never counted as one
 
 
+def test_the_flaky_page_hangs_up_on_a_new_connection_and_is_unseen_on_a_kept_one() -> None:
+    """A stale kept-alive connection and a server that hung up: the site tells them apart."""
+    site = Site(pages=3)
+    with serve(site) as base_url:
+        conn = http.client.HTTPConnection("127.0.0.1", port(base_url), timeout=10)
+        conn.request("GET", "/p/1")
+        conn.getresponse().read()
+        conn.request("GET", TRAPS["flaky"])  # on the same connection, kept alive
+        with pytest.raises(http.client.RemoteDisconnected):
+            conn.getresponse()
+        conn.close()
+        assert TRAPS["flaky"] not in site.requests  # closed as a stale one: never seen
+        for seen in (1, 2):  # each on a new connection: seen, and dropped
+            conn = http.client.HTTPConnection("127.0.0.1", port(base_url), timeout=10)
+            conn.request("GET", TRAPS["flaky"])
+            with pytest.raises(http.client.RemoteDisconnected):
+                conn.getresponse()
+            conn.close()
+            assert site.requests[TRAPS["flaky"]] == seen
+
+
 def test_keepalive_pages_close_their_connection_and_link_to_more() -> None:
     expected = Site(pages=1, traps=False, endless=True).expected("http://127.0.0.1:1/")
     for path in (ENDLESS["keepalive-silent"], *KEEPALIVE_PAGES):
@@ -267,37 +286,21 @@ def port(base_url: str) -> int:
 
 
 # --- stage 3 counts tries as the others do -------------------------------------------------
-# `nox -s aiohttp_floor` runs these (and the rest of this file) on the oldest aiohttp that
-# pyproject.toml allows; the suite runs them on the newest.
+# Stage 3 counts them with aiohttp's middlewares and trace configs: `nox -s aiohttp_floor`
+# runs these (and the rest of this file) on the oldest aiohttp that pyproject.toml allows.
 
 
 def test_a_dropped_connection_costs_one_try_and_one_request(stage: ModuleType) -> None:
-    """The flaky page hangs up on its first two requests: three tries, three requests."""
+    """The flaky page hangs up on its first two requests: three tries, three requests.
+
+    One worker, the flaky page reached by a link: stage 3 sends it on a connection kept
+    alive from the page before, which the site closes unseen, as a stale one; that costs
+    no try.  aiohttp alone sends a dropped request twice: 2 tries, 3 requests.
+    """
     site = Site(pages=1)
     with serve(site) as base_url:
-        flaky = base_url + TRAPS["flaky"].lstrip("/")
-        result = stage.crawl([flaky], Options(ignore_robots=True, max_tries=4))
+        errors, flaky = (base_url + TRAPS[name].lstrip("/") for name in ("errors", "flaky"))
+        result = stage.crawl([errors], Options(ignore_robots=True, max_tries=4, max_tasks=1))
     record = result.by_url()[flaky]
     assert (record.status, record.tries) == (200, 3)
-    assert site.requests[TRAPS["flaky"]] == 3  # aiohttp's own retry would have made it 2 tries
-
-
-@pytest.mark.parametrize("retry", [True, False])
-def test_aiohttp_still_reads_the_switch_stage3_turns_off(retry: bool) -> None:
-    """Stage 3 writes aiohttp's private ``_retry_connection``: check it is still what it reads.
-
-    With it on, one GET to a server that hangs up before answering is sent twice; with it
-    off, once.  If a release of aiohttp drops or renames it, this fails and says so.
-    """
-    assert "_retry_connection" in aiohttp.ClientSession.ATTRS  # a declared attribute, not ours
-    site = Site(pages=1)
-
-    async def get_once(url: str) -> None:
-        async with aiohttp.ClientSession() as session:
-            session._retry_connection = retry
-            with pytest.raises(aiohttp.ServerDisconnectedError):
-                await session.get(url)
-
-    with serve(site) as base_url:
-        asyncio.run(get_once(base_url + TRAPS["flaky"].lstrip("/")))
-    assert site.requests[TRAPS["flaky"]] == (2 if retry else 1)
+    assert site.requests[TRAPS["flaky"]] == 3

@@ -110,8 +110,11 @@ def reference_crawl(
         tries, result = 0, None
         while result is None and tries < max_tries:
             tries += 1
+            kept = conn.sock is not None  # the connection is kept alive from the last request
             try:
                 result = fetch(url, conn=conn)
+            except http.client.RemoteDisconnected:  # closed, not one byte of answer
+                tries -= kept  # on a kept-alive connection: closed while idle, no try lost
             except (OSError, http.client.HTTPException):
                 continue  # a network or protocol failure: try again
         return tries, result

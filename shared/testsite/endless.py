@@ -72,6 +72,8 @@ _CUT_BODY = _TRICKLED + b"r" * 2000  # the start of a body of 100,000 bytes
 # Connections that have had their one response (a keep-alive page, or any page of a
 # ``Site(silent_close=True)``): the next request on one is met with a close, no answer.
 _spent: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
+# Connections that have carried a request: a client that pools sends its next one on them.
+_used: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
 
 
 def endless_pages() -> dict[str, Resource]:
@@ -96,6 +98,16 @@ def keepalive_page(title: str, inner: str, links: Iterable[str]) -> Resource:
 def closed_silently(request: web.Request) -> bool:
     """True if the request came on a connection that already had its one response."""
     return request.transport is not None and request.transport in _spent
+
+
+def kept_alive(request: web.Request) -> bool:
+    """True if the request came on a connection that carried one before; note that it has."""
+    transport = request.transport
+    if transport is None:
+        return False
+    reused = transport in _used
+    _used.add(transport)
+    return reused
 
 
 def spend(request: web.Request) -> None:

@@ -23,7 +23,9 @@ Records worth knowing
 ---------------------
 * The flaky page drops the connection (no response at all) on its first two requests:
   ``tries == 3`` when ``max_tries >= 3``, else a failed record.  Its counter is per
-  path and :meth:`Site.reset` re-arms it.
+  path and :meth:`Site.reset` re-arms it.  It hangs up only on a new connection: a
+  request on a kept-alive one is met with a close and never counted, as when a server
+  has closed an idle connection, which costs a client that pools no try.
 * ``/r/chain/0`` .. ``/r/chain/11`` each redirect to the next and ``/r/chain/12`` is a
   page; with ``max_redirect=10`` the crawl fetches ``/r/chain/0`` .. ``/r/chain/10`` and
   the last record's ``next_url`` is the unfetched ``/r/chain/11``.

@@ -312,6 +312,10 @@ class Site:
         """Note that the server is done with a request (answered, dropped or cancelled)."""
         self._in_flight[host] -= 1
 
+    def drops_left(self, url: str, res: Resource) -> bool:
+        """Tell whether the flaky page res at url has requests left to drop."""
+        return self._drop_counts[url] < res.drops
+
     def drop_now(self, url: str, res: Resource) -> bool:
         """Tell whether this request of res must be dropped: the flaky page's first tries.
 
