@@ -9,82 +9,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from contextvars import ContextVar
 
 import aiohttp
-from aiohttp.abc import ResolveResult
 from yarl import URL
 
-from shared import USER_AGENT, interrupt
+from shared import interrupt
+from shared.aiohttp_wire import open_session
 from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
-from shared.httpwire import MAX_FIELD, WireError, checked_head
+from shared.httpwire import WireError, checked_head
 from shared.observe import connection_traces
-from shared.resolver import lookup, small_reads
 from shared.responses import MAX_BODY
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
 # verify, a body shorter than its Content-Length, a garbage status line), a head that
 # stages 1 and 2 refuse (WireError, from checked_head) and the timeout.
 NETWORK_ERRORS = (aiohttp.ClientError, WireError, TimeoutError)
-
-# Whether the request being sent went out on a connection taken from aiohttp's pool.  aiohttp
-# tells its trace configs (pool_trace) in the task that sends the request, and a ContextVar
-# is that task's own: each worker has its answer, however many send at once.
-REUSED: ContextVar[bool] = ContextVar("REUSED", default=False)
-
-
-def pool_trace() -> aiohttp.TraceConfig:
-    """A trace config that sets REUSED each time a request has its connection."""
-
-    async def new(*_: object) -> None:
-        REUSED.set(False)
-
-    async def from_pool(*_: object) -> None:
-        REUSED.set(True)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_connection_create_end.append(new)
-    trace.on_connection_reuseconn.append(from_pool)
-    return trace
-
-
-class HungUp(aiohttp.ClientConnectionError):
-    """The server hung up on a request it saw: one on a new connection, or half answered."""
-
-
-async def stale_is_free(
-    request: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType
-) -> aiohttp.ClientResponse:
-    """Send a request (a middleware of the session); a pooled connection found dead costs nothing.
-
-    A server may close an idle kept-alive connection whenever it likes, without a word; a
-    request sent on it dies before any byte of answer, and the server never saw it.  So such a
-    request goes again, on the next connection (each dead one is closed, never pooled again:
-    a new one at the latest after the pool).  The same death on a new connection means the
-    server took the request and hung up: a try lost, which --max-tries counts.  HungUp
-    carries it past aiohttp, which would quietly send that request a second time itself.
-    """
-    while True:
-        REUSED.set(False)  # until aiohttp says it took a connection from the pool
-        try:
-            return await handler(request)  # suspends: connect (or reuse), send, read the head
-        except aiohttp.ClientConnectorError:
-            raise  # no connection at all: nothing was sent, and aiohttp sends nothing again
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-            # aiohttp's exc.message: the part of a head that came before the close, if any.
-            answered = isinstance(getattr(exc, "message", ""), aiohttp.http.RawResponseMessage)
-            if answered or not REUSED.get():
-                raise HungUp(f"{type(exc).__name__}: {exc}") from exc
-
-
-class FirstAddress(aiohttp.ThreadedResolver):
-    """Resolve as stages 1 and 2 do: shared/resolver.py's lookup, in a thread."""
-
-    # aiohttp's own would hand the connector every address, to try in turn (see REAL_WEB.md).
-    async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[ResolveResult]:
-        """Only the first address of host; suspends: while DNS answers, in a thread."""
-        fam, (ip, *_) = await asyncio.to_thread(lookup, host, port)
-        return [ResolveResult(hostname=host, host=ip, port=port, family=fam, proto=0, flags=0)]
 
 
 class Crawler(BaseCrawler):
@@ -97,36 +36,13 @@ class Crawler(BaseCrawler):
         self.q: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
         for item in self.start_items():
             self.q.put_nowait(item)
-        # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
-        # Unlike stages 1 and 2, a connection is kept alive after its answer, in aiohttp's
-        # pool, for the next request to the same host: no new connect, no new TLS handshake.
-        connector = aiohttp.TCPConnector(
-            limit=self.max_tasks,
-            ssl=self.ssl_context,
-            resolver=FirstAddress(),
-            socket_factory=small_reads,  # a read at a time the loop can afford: see there
-        )
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
-        async with aiohttp.ClientSession(
-            connector=connector,
-            # No timeout of aiohttp's own (its default gives up connecting after 30 s):
-            # --timeout bounds each try in fetch, from connect to last byte, as in stages 1, 2.
-            timeout=aiohttp.ClientTimeout(),
-            # Compressed bodies neither asked for nor inflated (auto_decompress): the bytes
-            # sent are the body, as in stages 1 and 2, which have no decompressor.
-            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),  # no cookie kept, none sent: as stages 1 and 2
-            # aiohttp's line limits above ours, so that checked_head's decide, as in 1 and 2.
-            max_line_size=2 * MAX_FIELD,
-            max_field_size=2 * MAX_FIELD,
-            # A try is a request the server could have seen, as in stages 1 and 2: see there
-            # (stale_is_free) for the one a pooled connection loses, which costs no try.
-            middlewares=(stale_is_free,),
-            # pool_trace for stale_is_free; a watcher (if any) hears of connections.
-            trace_configs=[pool_trace(), *connection_traces(self.observer)],
-        ) as self.session:
+        # One session for the crawl: its pool keeps a connection alive after its answer, for
+        # the next request to the same host.  How it is set to read the wire as stages 1 and
+        # 2 do, and to count a try as they do, is shared/aiohttp_wire.py's business.
+        traces = connection_traces(self.observer)  # someone watching hears of each connection
+        async with open_session(self.ssl_context, self.max_tasks, traces) as self.session:
             workers = [
                 asyncio.create_task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)
             ]

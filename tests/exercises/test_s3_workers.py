@@ -108,9 +108,8 @@ class StandIn(Crawler):
         self.shared: list[tuple[str, ...]] = []  # the types of SHARED, as each worker saw them
         self.names: list[str] = []  # the names of the workers' tasks
         # Per worker: the session was open; its User-Agent, whether it has no timeout of its
-        # own (fetch bounds each try), its connection limit, and whether it closes each
-        # connection after its request (no pool: a try is one request on one connection).
-        self.sessions: list[tuple[bool, str | None, bool, int | None, bool]] = []
+        # own (fetch bounds each try), and its connection limit.
+        self.sessions: list[tuple[bool, str | None, bool, int | None]] = []
 
     async def work(self) -> None:
         """Take items from self.q and "fetch" them, until cancelled."""
@@ -126,7 +125,6 @@ class StandIn(Crawler):
                     session.headers.get("User-Agent"),
                     session.timeout == aiohttp.ClientTimeout(),
                     connector.limit if tcp else None,
-                    tcp and connector.force_close,
                 )
             )
         task = asyncio.current_task()
@@ -184,10 +182,10 @@ def test_crawl_prepares_what_the_workers_share() -> None:
     assert isinstance(crawler.q, asyncio.Queue), "self.q must be an asyncio.Queue"
     assert crawler.robots_tasks == {}, "robots_tasks must start empty"
     # open, naming the crawler, no timeout of aiohttp's (its default stops a connect after
-    # 30 s, whatever --timeout says), max_tasks connections at most, and none kept alive
-    assert crawler.sessions == [(True, USER_AGENT, True, 2, True)] * 2, (
-        f"the session was {crawler.sessions}: open, our User-Agent, no timeout, max_tasks, "
-        "force_close"
+    # 30 s, whatever --timeout says), and max_tasks connections at most
+    assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2, (
+        f"the session was {crawler.sessions}: open, our User-Agent, no timeout, max_tasks "
+        "(open_session makes it so)"
     )
     assert crawler.session.closed, "crawl() must close its session when it ends"
 
