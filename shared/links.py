@@ -19,6 +19,8 @@ faster than html.parser, with the same links on every page of the test sites.
 from __future__ import annotations
 
 import contextlib
+import re
+from collections import Counter
 from urllib.parse import urljoin
 
 from lxml import etree
@@ -54,6 +56,74 @@ def without_cdata(text: str) -> str:
         start = closer + len(CDATA_END)
     pieces.append(text[start:])
     return "".join(pieces)
+
+
+#: How deep elements may nest before their parser is handed them: Chromium's tree stops at
+#: 512 levels too.  libxml2 looks through the elements still open for each end tag and for
+#: some start tags (<td>, <body>, another <table>), so a page of thousands left open and
+#: then thousands of such tags costs it the square of its size: seconds for 200 KB.
+MAX_DEPTH = 512
+_TAG = re.compile(r"<(/?)([A-Za-z][^\s/>]*)")
+#: Elements that never hold others, and those whose content is text, not tags: neither
+#: counts towards the depth, and neither is ever left out.
+_VOID = frozenset(
+    [
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    ]
+)
+_RAW = frozenset(
+    ["script", "style", "textarea", "title", "xmp", "noembed", "noframes", "plaintext"]
+)
+_KEPT = _VOID | _RAW | {"a", "frame", "iframe"}
+
+
+def within_depth(text: str) -> str:
+    """Return the page with no element nested deeper than MAX_DEPTH, and no end tag that
+    closes nothing: what a browser's tree builder would have made of them too.
+
+    One pass over the tags, counting what is open by name (an overestimate where the
+    parser closes elements by itself, which only makes the pass leave out sooner).  A
+    start tag past MAX_DEPTH is left out unless it can hold a link or holds text (`_KEPT`),
+    and an end tag that matches nothing open is left out: libxml2 ignores it anyway, after
+    looking through every element open.  No link is lost.
+    """
+    open_by_name: Counter[str] = Counter()
+    depth, kept, last = 0, [], 0
+    for tag in _TAG.finditer(text):
+        end, name = tag.group(1), tag.group(2).lower()
+        if name in _KEPT:
+            continue
+        if not end:
+            if depth < MAX_DEPTH:
+                open_by_name[name] += 1
+                depth += 1
+                continue
+        elif open_by_name[name]:
+            open_by_name[name] -= 1
+            depth -= 1
+            continue
+        # Too deep, or closing nothing: left out, up to its ">".  With no ">" after it, no
+        # later tag ends either, and what is left goes to the parser as it is.
+        close = text.find(">", tag.end())
+        if close < 0:
+            break
+        kept.append(text[last : tag.start()])
+        last = close + 1
+    kept.append(text[last:])
+    return "".join(kept)
 
 
 class _LinkTarget:
@@ -100,6 +170,8 @@ _idle: list[etree.HTMLParser] = []
 def _extract(text: str) -> tuple[str | None, list[str]]:
     if CDATA_START in text:
         text = without_cdata(text)
+    if text.count("<") > MAX_DEPTH:  # fewer tags cannot nest deeper than that
+        text = within_depth(text)
     try:
         parser = _idle.pop()
     except IndexError:

@@ -819,6 +819,14 @@ ADVERSARIAL: dict[str, tuple[Callable[[Any], object], Callable[[int], Any]]] = {
         lambda body: decode_body(body, "punycode"),
         lambda n: b"x" * (n // 2) + b"-" + b"a" * (n // 2),
     ),
+    "elements left open, then end tags that close none": (
+        lambda text: parse_links("http://h/", text),
+        lambda n: "<b>" * (n // 14) + "</i>" * (n // 14) + "<a href=/x>",
+    ),
+    "elements left open, then body tags": (
+        lambda text: parse_links("http://h/", text),
+        lambda n: "<b>" * (n // 16) + "<body>" * (n // 16) + "<a href=/x>",
+    ),
     "a path of %": (normalize, lambda n: "http://h/" + "%" * n),
     "a path of ../": (normalize, lambda n: "http://h/" + "../" * (n // 3)),
     "a link of ;": (BaseUrl("http://h/a/b").join, lambda n: ";" * n),
