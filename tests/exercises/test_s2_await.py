@@ -23,8 +23,9 @@ from shared.observe import Observer, watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 from shared.trace import Tracer
+from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Future
-from stage2_generators.loop import EventLoop, get_running_loop
+from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.tasks import Task, sleep, timeout
 
