@@ -104,7 +104,15 @@ def as_a_new_process(cwd: Path, env: dict[str, str]) -> Iterator[None]:
         del sys.modules[name]
     os.environ.clear()
     os.environ.update(env)
-    repository = [p for p in path if p in ("", ".") or Path(p).resolve().is_relative_to(ROOT)]
+    # The checkout's folders go, but not the environment's own, which nox keeps inside the
+    # checkout (.nox/): a check imports its packages (trustme, say) as the subprocess would.
+    prefix = Path(sys.prefix).resolve()
+    repository = [
+        p
+        for p in path
+        if p in ("", ".")
+        or (Path(p).resolve().is_relative_to(ROOT) and not Path(p).resolve().is_relative_to(prefix))
+    ]
     sys.path[:] = [str(cwd), *(p for p in path if p not in repository)]
     sys.dont_write_bytecode = True  # as PYTHONDONTWRITEBYTECODE does for the subprocess
     os.chdir(cwd)
