@@ -6,7 +6,6 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
 
 __version__ = "0.1.0"
 
@@ -35,22 +34,6 @@ def lazy_exports(module: str, names: list[str]) -> Callable[[str], object]:
         return getattr(importlib.import_module(module), name)
 
     return __getattr__
-
-
-def run_stage(package: str) -> NoReturn:
-    """Run a stage's command line (``python -m STAGE``) and exit with its status.
-
-    Ctrl-C is taken over first of all, before the slow imports: from then on it is news
-    for the crawl (see shared/interrupt.py), not a KeyboardInterrupt raised wherever
-    Python happens to be.
-    """
-    from shared import interrupt
-
-    with interrupt.taken_over():
-        from shared.cli import main
-
-        crawler = importlib.import_module(f"{package}.crawler")
-        sys.exit(main(package, crawler.crawl))
 
 
 def reader_left() -> int:

@@ -62,7 +62,7 @@ LOGGER = Logger("crawler")
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """The crawl's settings, the same for every stage (see shared/cli.py for the flags)."""
+    """The crawl's settings, the same for every stage (see shared/tools/cli.py for the flags)."""
 
     max_tasks: int = 10
     max_redirect: int = 10

@@ -82,7 +82,7 @@ class CtrlC:
 _installed: CtrlC | None = None
 
 #: Called at the first Ctrl-C, before the crawl hears of it: ``-v`` prints the task tree
-#: (shared/tasktree.py) while every task is still paused where the press found it.
+#: (shared/tools/instruments/tasktree.py) while every task is still paused where the press found it.
 at_first_press: list[Callable[[], object]] = []
 
 

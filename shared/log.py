@@ -5,7 +5,7 @@ handlers guard their output with locks), in every Python version.  Stages 1 and 
 that one thread and a hand-made event loop are enough, so their process should load no
 thread machinery at all (tests/test_lesson.py checks it).  And the crawler needs little
 of ``logging``: four levels, one threshold set once by the command line (``-q``, ``-v``,
-``-vv``: shared/cli.py), a message %-formatted only if it will be shown, and the
+``-vv``: shared/tools/cli.py), a message %-formatted only if it will be shown, and the
 traceback of an exception.  That much fits here::
 
     LOGGER = Logger("crawler")
@@ -14,7 +14,7 @@ traceback of an exception.  That much fits here::
 
 The calls are those of ``logging.Logger``, so the crawler reads as any code that logs.  Stage 3's
 messages take this way too, so that all three stages print alike; asyncio and aiohttp,
-which do log with ``logging``, are configured in shared/cli.py.
+which do log with ``logging``, are configured in shared/tools/cli.py.
 """
 
 from __future__ import annotations

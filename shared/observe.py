@@ -10,7 +10,7 @@ the same few sentences of the story, told to an :class:`Observer`:
   recorded, the crawl ends;
 * the event loop, once per step: stage 1's loop is about to run a callback, stage 2's
   Task is about to resume its coroutine.  Stage 3's Task is asyncio's, written in C, with
-  no step for us to hear: shared/trace.py follows its coroutine frames instead.
+  no step for us to hear: shared/tools/instruments/trace.py follows its coroutine frames instead.
 
 Nobody listens by default: :data:`observer` is None, each sentence costs one ``if`` that
 fails, and a crawl keeps no record beyond its result.  A tool listens for the length of a

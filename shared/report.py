@@ -42,7 +42,7 @@ class CrawlResult:
     """The outcome of one crawl: its records, in the order they finished.
 
     When each fetch began and ended is not kept here: a crawl keeps that only for
-    whoever watches it (--timeline, shared/timeline.py).
+    whoever watches it (--timeline, shared/tools/instruments/timeline.py).
     """
 
     stage: str

@@ -160,7 +160,7 @@ def lingering_tls_server(test_ca: ServerTLS) -> Iterator[str]:
 @pytest.fixture(autouse=True)
 def log_level_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts at the crawler's default log level, whatever a command line run
-    in an earlier test set (shared/cli.py's configure_logging sets it for the process)."""
+    in an earlier test set (shared/tools/cli.py's configure_logging sets it for the process)."""
     monkeypatch.setattr(log, "threshold", log.threshold)
 
 

@@ -25,7 +25,6 @@ from shared.crawling import BaseCrawler, Options
 from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
-from shared.timeline import Timeline
 from shared.tools.bench import compare, inside, measure, pagecost, server, threaded
 from shared.tools.bench.bench import (
     COMMITTED_JSON,
@@ -67,6 +66,7 @@ from shared.tools.bench.phases import (
     phase_steps,
 )
 from shared.tools.bench.svg import Lane, Scale, band_path, column_means, nice_step, render
+from shared.tools.instruments.timeline import Timeline
 
 # --- the threaded baseline against the oracle -------------------------------------------
 

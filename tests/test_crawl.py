@@ -44,8 +44,8 @@ from shared.testsite import (
 from shared.testsite.hostile_wire import COOKIE_GATED, wire_pages
 from shared.testsite.oracle import assert_matches_oracle
 from shared.testsite.traps import OBEYED_KINDS
-from shared.timeline import Timeline
 from shared.tools.bench import threaded
+from shared.tools.instruments.timeline import Timeline
 
 
 def test_default_site_gives_the_oracles_pages_and_records(

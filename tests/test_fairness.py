@@ -30,7 +30,7 @@ from shared.report import CrawlResult, FetchStatistic
 from shared.testsite import TRAPS, ServerTLS, Site, serve
 from shared.testsite.endless import ENDLESS, ENDLESS_FAILING, KEEPALIVE_PAGES
 from shared.testsite.oracle import assert_matches_oracle
-from shared.timeline import Timeline
+from shared.tools.instruments.timeline import Timeline
 
 TIMEOUT_S = 2.0  # the --timeout of these crawls
 MARGIN_S = 1.0  # what a try may run past its timeout: a turn of a busy loop, not a flood

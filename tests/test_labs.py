@@ -59,8 +59,8 @@ from shared.tools.exercises.lab import (
 )
 from shared.tools.exercises.lab import apply as apply_lab
 from shared.tools.exercises.lab import undo as undo_lab
+from shared.tools.instruments.trace import coroutine_chain
 from shared.tools.show import samples
-from shared.trace import coroutine_chain
 from stage2_generators.crawler import Crawler as Stage2Crawler
 from stage2_generators.futures import Future
 from stage2_generators.loop import EventLoop
@@ -1008,7 +1008,7 @@ def test_lab8_the_tree_says_robots_txt_waits_to_read_and_worker0_waits_for_it(
         assert crawl.wait() == 130
     trees = crawl.stderr.split("--- tasks ---")[1:]
     assert len(trees) == 2, crawl.stderr  # one asked for, one at Ctrl-C with -v
-    for tree in trees:  # one tree from the main task down (shared/tasktree.py)
+    for tree in trees:  # one tree from the main task down (shared/tools/instruments/tasktree.py)
         assert tree.lstrip("\n").startswith("└── (T) crawl  id=0x"), tree
         worker0 = tree[tree.index("── (T) worker-0 ") : tree.index("── (T) worker-1 ")]
         stack, robots = worker0.split("── (T) robots.txt ")

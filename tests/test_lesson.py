@@ -70,7 +70,8 @@ def test_a_hand_made_loop_crawls_without_asyncio_or_threads(package: str, tmp_pa
     """A crawl by stage 1 or 2, its instruments on, loads neither asyncio nor threading.
 
     The instruments are --trace, --timeline and --trace-events, and -vv, which logs all
-    and makes a first Ctrl-C print every task's wait (shared/tasktree.py).  The crawler
+    and makes a first Ctrl-C print every task's wait (shared/tools/instruments/tasktree.py).
+    The crawler
     writes its messages with shared/log.py: the standard library's ``logging`` would
     import ``threading``.
     """

@@ -27,12 +27,12 @@ from typing import Any
 
 import pytest
 
-from shared.cli import build_parser
 from shared.testsite import Site
 from shared.tools.bench.bench import COMMITTED_JSON, markdown
 from shared.tools.bench.compare import Row, format_table
 from shared.tools.bench.figures import kib_per_fetch
 from shared.tools.bench.measure import CRAWLERS, count_lines
+from shared.tools.cli import build_parser
 from shared.tools.show import samples
 
 ROOT = Path(__file__).resolve().parent.parent

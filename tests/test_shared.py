@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from shared import USER_AGENT, cli, log
-from shared.cli import configure_logging, parse_args
+from shared import USER_AGENT, log
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
 from shared.httpwire import _parse_head
 from shared.language import LOCALE_VARIABLES, chosen_language
@@ -27,8 +26,10 @@ from shared.responses import MAX_BODY, Response, content_type, decode_body, redi
 from shared.robots import DISALLOWED, Robots, parse_robots, robots_url
 from shared.testsite import ROBOTS_TXT
 from shared.testsite.cli import build_parser as site_parser
-from shared.timeline import Timeline
 from shared.tls import certificate_error, ssl_context
+from shared.tools import cli
+from shared.tools.cli import configure_logging, parse_args
+from shared.tools.instruments.timeline import Timeline
 from shared.urls import BaseUrl, UrlRules, normalize
 
 # --- normalize -------------------------------------------------------------------------

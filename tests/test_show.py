@@ -854,7 +854,7 @@ def test_the_task_tree_says_where_every_task_waits(driver: Any, tmp_path: Path) 
         tree: str = driver.execute_script(
             "return document.querySelector('.panel .tree pre').textContent"
         )
-        # One tree from the main task down (shared/tasktree.py), as on kill -USR1: ids kept,
+        # One tree from the main task down (instruments/tasktree.py), as on kill -USR1: ids kept,
         # robots.txt under the worker that waits for it, the tasks paused in our Future.
         assert tree.startswith("└── (T) crawl  id=0x"), tree
         tasks = re.findall(r"^([│ ]*)[├└]── \(T\) (\S+)  id=0x[0-9a-f]+$", tree, re.MULTILINE)

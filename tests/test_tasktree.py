@@ -5,7 +5,7 @@ never answers, and --timeout is far away.  The tree must say why: robots.txt's t
 waits to read, the worker that started it waits for it, the other worker waits on the
 queue, and the main task, named crawl in stages 2 and 3 alike, waits for the queue to
 empty.  One tree from the main task down, each task once, as `python -m asyncio pstree`
-prints asyncio's on Python 3.14 (shared/tasktree.py).
+prints asyncio's on Python 3.14 (shared/tools/instruments/tasktree.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from shared import STAGES, tasktree
+from shared import STAGES
+from shared.tools.instruments import tasktree
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND_S = 30  # far above any wait here: only a hang ever reaches it

@@ -12,8 +12,8 @@ import stage3_asyncio as stage3
 from shared.crawling import Options
 from shared.observe import watching
 from shared.testsite import Site, serve
-from shared.timeline import Timeline
-from shared.trace import Tracer, summarize
+from shared.tools.instruments.timeline import Timeline
+from shared.tools.instruments.trace import Tracer, summarize
 
 # "  0.0123  fd 8             readable -> _on_readable       http://127.0.0.1:5000/p/1"
 LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\S+|-)$")

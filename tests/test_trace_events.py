@@ -26,8 +26,8 @@ from shared import STAGES
 from shared.crawling import Options
 from shared.observe import watching
 from shared.testsite import Site, serve
+from shared.tools.instruments.trace_events import COLOURS, TraceEvents
 from shared.tools.show.record import recording
-from shared.trace_events import COLOURS, TraceEvents
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND_S = 120  # far above any run here: only a hang ever reaches it

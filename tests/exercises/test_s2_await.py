@@ -22,7 +22,7 @@ from shared.crawling import Options
 from shared.observe import Observer, watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
-from shared.trace import Tracer
+from shared.tools.instruments.trace import Tracer
 from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Future
 from stage2_generators.loop import EventLoop

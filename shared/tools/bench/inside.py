@@ -66,7 +66,7 @@ def crawl_function(module: str) -> Crawl:
 
 def quiet() -> None:
     """Errors only, as the benchmark runs each crawler (``-q``)."""
-    from shared.cli import configure_logging
+    from shared.tools.cli import configure_logging
 
     configure_logging(0, True)
 

@@ -426,7 +426,7 @@ def ignore_robots_flag() -> list[str]:
     A benchmark measures fetching the site's pages; a robots.txt request would add a
     record the oracle does not know about.
     """
-    from shared.cli import build_parser
+    from shared.tools.cli import build_parser
 
     buffer = io.StringIO()
     build_parser("crawler").print_help(buffer)

@@ -25,12 +25,12 @@ import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from shared.cli import main
 from shared.crawling import LOGGER, BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
 from shared.resolver import Resolver
 from shared.responses import Response
+from shared.tools.cli import main
 
 # What a try can fail with: refused, reset, unknown host, timed out (all OSError; a socket
 # timeout is TimeoutError), and a response that is not valid HTTP or ends too soon.

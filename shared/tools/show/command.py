@@ -1,6 +1,6 @@
 """``python -m shared.tools.show STAGE|all``: record a crawl of the built-in site, write the page.
 
-The crawl options are the stages' own (shared/cli.py), with other defaults: a 6-page
+The crawl options are the stages' own (shared/tools/cli.py), with other defaults: a 6-page
 site, two tasks, 0.1 s per answer, robots.txt ignored, so that a class can follow every
 step.  ``--full-site`` crawls the default test site instead (about 390 URLs, traps and
 all).  The page goes to out/show-STAGE.html, opens in the browser when there is one, and
@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from shared import STAGES
-from shared.cli import configure_logging, parse_args
 from shared.observe import watching
+from shared.tools.cli import configure_logging, parse_args
+from shared.tools.instruments.trace_events import TraceEvents
 from shared.tools.language import LANGUAGES, locale_language
 from shared.tools.show.page import TITLES, crawl_data, interesting_step, write
 from shared.tools.show.record import recording
-from shared.trace_events import TraceEvents
 
 #: The crawl the page shows unless told otherwise: small enough to follow step by step.
 DEFAULTS = ["--site-pages", "6", "--max-tasks", "2", "--site-latency", "0.1", "--ignore-robots"]

@@ -599,7 +599,7 @@
     }
   }
 
-  // Where every task waits: the tree as the crawl prints it on SIGUSR1 (shared/tasktree.py),
+  // Where every task waits: the tree as the crawl prints it on SIGUSR1 (shared/tools/instruments/tasktree.py),
   // recorded as the step began: one tree from the main task down, each task once.
   function taskTree(c, i) {
     return c.raw.trees[c.steps.tr[i]].map(c.s).join("\n");

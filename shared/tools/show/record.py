@@ -1,10 +1,11 @@
 """Record every step of a crawl's event loop as data, for the step-through page.
 
-:class:`Recorder` is ``--trace``'s :class:`~shared.trace.Tracer`, an observer of the crawl
-(shared/observe.py): it hears every step of the loop (stage 1's loop running a callback,
-stage 2's ``Task._step``, stage 3's profile hook in :func:`~shared.trace.trace_coroutines`),
-and instead of printing a line it keeps what ran, why, the chain of frames with their line
-numbers, and the state of the loop at that moment.
+:class:`Recorder` is ``--trace``'s :class:`~shared.tools.instruments.trace.Tracer`, an
+observer of the crawl (shared/observe.py): it hears every step of the loop (stage 1's loop
+running a callback, stage 2's ``Task._step``, stage 3's profile hook in
+:func:`~shared.tools.instruments.trace.trace_coroutines`), and instead of printing a line
+it keeps what ran, why, the chain of frames with their line numbers, and the state of the
+loop at that moment.
 
 The loop's state is read by looking at the loop from here, not by hooks in the stages:
 every stage is a lesson that must stay short.  That means reading private attributes
@@ -30,9 +31,9 @@ from types import CodeType, FrameType
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from shared import tasktree
 from shared.observe import watching
-from shared.trace import Tracer, callback_event, coroutine_chain, summarize
+from shared.tools.instruments import tasktree
+from shared.tools.instruments.trace import Tracer, callback_event, coroutine_chain, summarize
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: paths are shown from here
 
@@ -77,7 +78,7 @@ class Step:
     first: bool  # the actor's first step
     detail: str  # stage 1: "fd 8 readable"; stage 2: what it was resumed with
     waited: tuple[int, str] | None  # (kind, label): what the actor waited for until now
-    tree: tuple[str, ...] = ()  # where every task waits, shared/tasktree.py's lines
+    tree: tuple[str, ...] = ()  # where every task waits: tasktree.py's lines
 
 
 @dataclass

@@ -30,7 +30,7 @@ chain of generators, and a task waits for another when the future it is paused o
 
 The stage command lines print the tree to standard error on SIGUSR1 (``kill -USR1 PID``,
 where the system has it: faulthandler's convention) and, with ``-v``, at Ctrl-C before
-the partial report (shared/cli.py); the show page shows it at every step.  Nothing here
+the partial report (shared/tools/cli.py); the show page shows it at every step.  Nothing here
 is a part of any stage.
 """
 

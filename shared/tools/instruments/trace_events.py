@@ -21,12 +21,12 @@ trace viewer open it; VizTracer writes it for asyncio programs.  A crawl becomes
   or put to the queue; the select() whose socket's callback did it; for stage 1, the
   select() that found the Fetcher's socket ready) to the step that ran because of it.
 
-The observer hears the steps as ``--trace`` does (it is a :class:`~shared.trace.Tracer`)
-and adds no line to any stage: a step ends when the next event begins (another step, or
-the loop going back to select()), and the selector's select() is wrapped, for this crawl,
-to see the loop wait and wake.  Reading the loops' private attributes (``_ready``,
-``_scheduled``, ``_fut_waiter``: stage 2 spells them as asyncio does) is fine for an
-instrument, never for a crawler.
+The observer hears the steps as ``--trace`` does (it is a
+:class:`~shared.tools.instruments.trace.Tracer`) and adds no line to any stage: a step
+ends when the next event begins (another step, or the loop going back to select()), and
+the selector's select() is wrapped, for this crawl, to see the loop wait and wake.
+Reading the loops' private attributes (``_ready``, ``_scheduled``, ``_fut_waiter``: stage 2
+spells them as asyncio does) is fine for an instrument, never for a crawler.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from shared.tasktree import task_name
-from shared.trace import Tracer, callback_event
+from shared.tools.instruments.tasktree import task_name
+from shared.tools.instruments.trace import Tracer, callback_event
 
 if TYPE_CHECKING:
     from shared.crawling import BaseCrawler

@@ -14,15 +14,16 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
-from shared import STAGES, interrupt, log, reader_left, tasktree
+from shared import STAGES, interrupt, log, reader_left
 from shared.crawling import Options, root_url
 from shared.language import LANGUAGES, add_help_option, chosen_language, help_in
 from shared.observe import Observer, watching
 from shared.report import CrawlResult, report, write_json
-from shared.timeline import Timeline
 from shared.tls import ssl_context
-from shared.trace import Tracer
-from shared.trace_events import TraceEvents
+from shared.tools.instruments import tasktree
+from shared.tools.instruments.timeline import Timeline
+from shared.tools.instruments.trace import Tracer
+from shared.tools.instruments.trace_events import TraceEvents
 
 Crawl = Callable[[Sequence[str], Options], CrawlResult]
 
@@ -345,7 +346,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     observers += [timeline] if timeline else []
     trace_events = TraceEvents() if args.trace_events else None
     observers += [trace_events] if trace_events else []
-    # SIGUSR1, and with -v a first Ctrl-C, print where every task waits (shared/tasktree.py).
+    # SIGUSR1, and with -v a first Ctrl-C, print where every task waits (instruments/tasktree.py).
     hooks = [tasktree.dump] if args.verbose else []
     interrupt.at_first_press.extend(hooks)
     try:

@@ -135,10 +135,10 @@ def callback_event(args: tuple[Any, ...]) -> tuple[str, str]:
 
 def asyncio_task_name() -> str:
     """Name the running asyncio task, for stage 3's lines ("worker-3"), as stage 2 names
-    its own: the main task, "Task-1" to asyncio, is "crawl" (shared/tasktree.py)."""
+    its own: the main task, "Task-1" to asyncio, is "crawl" (tasktree.py)."""
     import asyncio  # only a crawl on asyncio asks, and it has loaded asyncio already
 
-    from shared.tasktree import task_name
+    from shared.tools.instruments.tasktree import task_name
 
     task = asyncio.current_task()
     return task_name(task) if task else "-"
