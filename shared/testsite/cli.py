@@ -45,7 +45,7 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
         "--latency",
         type=float,
         default=0.0,
-        help=say("seconds before each answer", "每次应答之前等待的秒数"),
+        help=say("seconds before each answer", "每次响应之前等待的秒数"),
     )
     parser.add_argument(
         "--port",
@@ -62,7 +62,7 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
     parser.add_argument(
         "--wire",
         action="store_true",
-        help=say("add responses odd byte by byte", "加入逐字节都古怪的响应"),
+        help=say("add responses odd byte by byte", "加入在报文细节上各有古怪之处的响应"),
     )
     parser.add_argument(
         "--wide",
@@ -79,12 +79,12 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
     parser.add_argument(
         "--robots",
         choices=ROBOTS_KINDS,
-        help=say("what /robots.txt answers (default: a 404)", "/robots.txt 如何应答（默认：404）"),
+        help=say("what /robots.txt answers (default: a 404)", "/robots.txt 返回什么（默认：404）"),
     )
     parser.add_argument(
         "--endless",
         action="store_true",
-        help=say("add servers that never finish", "加入永远不结束应答的服务器"),
+        help=say("add servers that never finish", "加入永远不结束响应的服务器"),
     )
     parser.add_argument(
         "--endless-seconds",
@@ -93,7 +93,7 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
         metavar="S",
         help=say(
             "the site ends each endless answer after S seconds (default 15; 0: never)",
-            "每个无尽的应答在 S 秒后结束（默认 15；0：永不结束）",
+            "每个无尽的响应在 S 秒后结束（默认 15；0：永不结束）",
         ),
     )
 
