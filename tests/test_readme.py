@@ -601,9 +601,9 @@ def test_what_each_style_costs_counts_each_stages_function_as_the_book_does(
 #
 # A page a student follows in class has a Chinese version beside it, README.zh-CN.md beside
 # README.md.  The prose is translated; what a student types or reads as code is not: each
-# Chinese page must keep its English page's code blocks, commands, headings (their level and
-# their code) and links, so that a change to the English page that the Chinese one does not
-# follow fails a test that names the page.
+# Chinese page must keep its English page's code blocks (their comments aside, which are
+# prose), commands, headings (their level and their code) and links, so that a change to the
+# English page that the Chinese one does not follow fails a test that names the page.
 
 ZH = ".zh-CN.md"
 GLOSSARY = ROOT / "shared" / "GLOSSARY.md"
@@ -642,6 +642,20 @@ def code_blocks(text: str) -> list[str]:
     """Every fenced block, those indented inside a list item too, without the indentation."""
     blocks = re.findall(r"^( *)```[^\n]*\n(.*?)^ *```", text, re.DOTALL | re.MULTILINE)
     return [re.sub(f"(?m)^{indent}", "", block) for indent, block in blocks]
+
+
+#: A comment in a code block: from a ``#`` that begins a line or follows a space to the end
+#: of the line (a shell's, Python's and TOML's comments, and the layout's descriptions, which
+#: README.md writes as comments too).  A comment is prose: a Chinese page translates it.
+COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
+
+
+def code_of(block: str) -> list[str]:
+    """What a block holds for a student to type or read as code, the same in any language:
+    each line without its comment and trailing spaces, the lines left empty dropped (so a
+    translated comment may take more lines, or fewer)."""
+    lines = (COMMENT.sub("", line).rstrip() for line in block.splitlines())
+    return [line for line in lines if line]
 
 
 def inline_code(text: str) -> list[str]:
@@ -742,9 +756,15 @@ def falls_behind(page: Path) -> list[str]:
             wrong.append(f"top: link {theirs} in the first lines")
         if f"]({page.name})" not in theirs_top:
             wrong.append(f"top: {theirs} does not link {page.name} in its first lines")
-    ours, others = code_blocks(ours_text), code_blocks(theirs_text)
+    ours = [code_of(block) for block in code_blocks(ours_text)]
+    others = [code_of(block) for block in code_blocks(theirs_text)]
     if ours != others:
-        differ = [(a, b) for a, b in zip(ours, others, strict=False) if a != b]
+        differ = [
+            (line, their)
+            for a, b in zip(ours, others, strict=False)
+            for line, their in itertools.zip_longest(a, b)
+            if line != their
+        ]
         wrong.append(f"blocks: {len(ours)} against {len(others)}; first that differs: {differ[:1]}")
     stamp = english_headings_stamp(english(page))
     if re.findall(r"<!-- English headings: (\w+) -->", ours_text) != [stamp]:
@@ -816,10 +836,11 @@ def test_every_chinese_page_keeps_up_with_its_english_page() -> None:
 
 def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
     """A Chinese page drifted one way at a time, in a folder of its own: each way is named
-    by its own check, and by no other."""
+    by its own check, and by no other.  A block's comments are prose, translated."""
     text = (
         "# A\n\nEnglish · [中文](README.zh-CN.md)\n\n## B `x`\n\n"
-        "Run `nox -s stage1` ([x](x.md#a), [y](y.md)).\n\n```sh\nnox -s stage1\n```\n"
+        "Run `nox -s stage1` ([x](x.md#a), [y](y.md)).\n\n"
+        "```sh\nnox -s stage1  # crawl, then report\n# the tests:\nnox -s tests\n```\n"
     )
     (tmp_path / "x.md").write_text("# A\n\n## B\n", encoding="utf-8")
     for name in ("y.md", "y.zh-CN.md"):
@@ -832,19 +853,22 @@ def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
         .replace("Run", "运行")
         .replace("(y.md)", "(y.zh-CN.md)")
         .replace("(x.md#a)", "(x.md#a)（英文）")
+        .replace("  # crawl, then report", "      # 爬取，然后打印报告\n# （爬取需要几秒钟）")
+        .replace("# the tests:", "# 测试：")
         + stamp
     )
     translation.write_text(good, encoding="utf-8")
     assert falls_behind(translation) == []
-    drifts = {
-        "top": good.replace("[English](README.md)", "English"),
-        "blocks": good.replace("```sh\nnox -s stage1", "```sh\nnox -s stage3"),
-        "stamp": good.replace(stamp, ""),
-        "headings (level, code)": good.replace("## B `x`", "### B `x`"),
-        "commands": good.replace("运行 `nox -s stage1`", "运行 `nox -s stage2`"),
-        "links": good.replace("x.md#a", "x.md#b"),
-    }
-    for kind, drifted in drifts.items():
+    drifts = [
+        ("top", good.replace("[English](README.md)", "English")),
+        ("blocks", good.replace("```sh\nnox -s stage1", "```sh\nnox -s stage3")),
+        ("blocks", good.replace("# 测试：\nnox -s tests", "# 测试：nox -s tests")),  # in a comment
+        ("stamp", good.replace(stamp, "")),
+        ("headings (level, code)", good.replace("## B `x`", "### B `x`")),
+        ("commands", good.replace("运行 `nox -s stage1`", "运行 `nox -s stage2`")),
+        ("links", good.replace("x.md#a", "x.md#b")),
+    ]
+    for kind, drifted in drifts:
         translation.write_text(drifted, encoding="utf-8")
         seen = {wrong.split(":")[0] for wrong in falls_behind(translation)}
         assert seen == {kind}, (kind, falls_behind(translation))
