@@ -922,3 +922,69 @@ def test_the_line_number_check_sees_each_way_of_writing_one() -> None:
     assert line_numbers(frame) == []
     assert line_numbers("the line `finally:` of `Crawler.work`, line by line\n") == []
     assert line_numbers("before\nline\n64 of it") == ["line 64"]
+
+
+# --- the Chinese walk --------------------------------------------------------------------------
+#
+# A student who reads only Chinese starts at README.zh-CN.md, reads a stage's guide (and the
+# show page, to watch a crawl) and crawls under --lang zh-CN: on that path they meet no English
+# sentence outside code.  (The exercise tool's output has its test beside the tool's.)
+
+#: The Chinese pages of the walk.  The glossary is left out: it speaks both languages.
+WALK = [
+    chinese(README),
+    *(chinese(ROOT / package / "README.md") for package in STAGE_PACKAGES),
+    chinese(SHOW),
+]
+#: Three or more English words in a row, each of letters (an apostrophe inside allowed).
+ENGLISH_WORD = r"[A-Za-z]+(?:['’][A-Za-z]+)?"
+ENGLISH_RUN = re.compile(rf"(?<![\w./-]){ENGLISH_WORD}(?:\s+{ENGLISH_WORD}){{2,}}(?![\w/-])")
+#: Names of three words, written in English in Chinese text too: the chapter's authors, and
+#: the file format the trace viewers read.
+NAMES = {"Jesse Jiryu Davis", "Guido van Rossum", "Chrome Trace Event"}
+
+
+def english_sentences(text: str) -> list[str]:
+    """The English a Chinese text says in its own words: runs of three or more English words
+    outside code (blocks and `spans`), link targets, URLs, HTML comments, NAMES, and outside
+    quotation and title marks (“…”, 《…》), which quote what the reader meets in English
+    verbatim: a title, a message a program prints, an English page's heading, a button."""
+    text = re.sub(r"(?ms)^ *```.*?^ *```", " ", text)
+    for held in (
+        r"<!--.*?-->",
+        r"`[^`]*`",
+        r"\]\([^)]*\)",
+        r"https?://\S+",
+        r"“[^”]*”",
+        r"《[^》]*》",
+    ):
+        text = re.sub(held, " ", text, flags=re.DOTALL)
+    runs = (" ".join(run.split()) for run in ENGLISH_RUN.findall(text))
+    return [run for run in runs if run not in NAMES]
+
+
+def test_the_english_sentence_check_sees_english_and_leaves_code_and_quotes() -> None:
+    text = (
+        "读 `python -m stage1_callbacks --lang zh-CN` 的输出，见 [阶段 1](stage1/the long path.md)"
+        "和 http://example.org/a b c。“Task was destroyed but it is pending!” 是 asyncio 打印的；"
+        "Guido van Rossum 写了《500 Lines or Less》的一章。\n"
+        "```\nnox -s show -- all  # the lanes\n```\n"
+        "然后 read the report，再看 x86_64 和 robots.txt 的 Content Type。"
+    )
+    assert english_sentences(text) == ["read the report"]  # two words (Content Type) pass
+
+
+def test_a_walk_in_chinese_meets_no_english_sentence() -> None:
+    """README.zh-CN.md, the stage guides, the show page, and a crawl under --lang zh-CN.  A
+    crawl's output is held closer than a page: it has no prose of its own in English, so no
+    English word at all, a word being of letters only, not all capitals (a URL, text/html,
+    utf-8, max_tasks=10 are data; URL and TLS are terms the Chinese keeps, as the glossary
+    says)."""
+    assert all(page.exists() for page in WALK)
+    found = {page_id(page): runs for page in WALK if (runs := english_sentences(read(page)))}
+    done = run(["-m", "stage1_callbacks", "--site-pages", "3", "--lang", "zh-CN"])
+    assert done.returncode == 0, done.stderr
+    assert "完成：" in done.stdout and done.stdout.count("http://") >= 4
+    tokens = re.split(r"[\s，。：；、（）]+", done.stdout + done.stderr)
+    crawl = [token for token in tokens if re.fullmatch(r"(?=.*[a-z])[A-Za-z]{2,}[,;:.]?", token)]
+    assert not found and not crawl, f"English sentences: {found}; English in the crawl: {crawl}"
