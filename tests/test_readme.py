@@ -974,16 +974,29 @@ def test_the_english_sentence_check_sees_english_and_leaves_code_and_quotes() ->
     assert english_sentences(text) == ["read the report"]  # two words (Content Type) pass
 
 
-def test_a_walk_in_chinese_meets_no_english_sentence() -> None:
-    """README.zh-CN.md, the stage guides, the show page, and a crawl under --lang zh-CN.  A
+def test_a_walk_in_chinese_meets_no_english_sentence(tmp_path: Path) -> None:
+    """README.zh-CN.md, the stage guides, the show page, and a crawl under --lang zh-CN (with
+    --trace-events, whose file it names as it writes it).  A
     crawl's output is held closer than a page: it has no prose of its own in English, so no
     English word at all, a word being of letters only, not all capitals (a URL, text/html,
     utf-8, max_tasks=10 are data; URL and TLS are terms the Chinese keeps, as the glossary
     says)."""
     assert all(page.exists() for page in WALK)
     found = {page_id(page): runs for page in WALK if (runs := english_sentences(read(page)))}
-    done = run(["-m", "stage1_callbacks", "--site-pages", "3", "--lang", "zh-CN"])
-    assert done.returncode == 0, done.stderr
+    trace = tmp_path / "trace.json"
+    done = run(
+        [
+            "-m",
+            "stage1_callbacks",
+            "--site-pages",
+            "3",
+            "--lang",
+            "zh-CN",
+            "--trace-events",
+            str(trace),
+        ]
+    )
+    assert done.returncode == 0 and trace.exists(), done.stderr
     assert "完成：" in done.stdout and done.stdout.count("http://") >= 4
     tokens = re.split(r"[\s，。：；、（）]+", done.stdout + done.stderr)
     crawl = [token for token in tokens if re.fullmatch(r"(?=.*[a-z])[A-Za-z]{2,}[,;:.]?", token)]

@@ -324,15 +324,21 @@ def roots_or_test_site(
         yield [base_url]
 
 
-def write_trace_events(trace: TraceEvents, path: str, quiet: bool) -> None:
-    """Write the --trace-events file; a file that cannot be written costs the crawl nothing."""
+def write_trace_events(trace: TraceEvents, path: str, quiet: bool, lang: str = "en") -> None:
+    """Write the --trace-events file; a file that cannot be written costs the crawl nothing.
+    What it says, it says in ``lang``."""
+    zh = lang == "zh-CN"
     try:
         size = trace.write(path)
     except OSError as exc:
-        print(f"--trace-events {path}: cannot write it: {exc}", file=sys.stderr)
+        said = "无法写入" if zh else "cannot write it"
+        print(f"--trace-events {path}: {said}: {exc}", file=sys.stderr)
         return
     if not quiet:
-        print(f"wrote {path} ({size / 1e6:.1f} MB)", file=sys.stderr)
+        said = (
+            f"已写出 {path}（{size / 1e6:.1f} MB）" if zh else f"wrote {path} ({size / 1e6:.1f} MB)"
+        )
+        print(said, file=sys.stderr)
 
 
 def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
@@ -360,7 +366,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
             for hook in hooks:
                 interrupt.at_first_press.remove(hook)
             if trace_events and args.trace_events:
-                write_trace_events(trace_events, args.trace_events, args.quiet)
+                write_trace_events(trace_events, args.trace_events, args.quiet, lang)
         extra = timeline.to_json() if timeline else None
         if args.json and args.json != "-":  # first: the file must not depend on a pipe
             with open(args.json, "w", encoding="utf-8") as out:
