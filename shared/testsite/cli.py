@@ -158,7 +158,9 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve a site in the foreground for a classroom until Ctrl-C."""
-    parser = build_parser(chosen_language(sys.argv[1:] if argv is None else argv))
+    lang = chosen_language(sys.argv[1:] if argv is None else argv)
+    zh = lang == "zh-CN"
+    parser = build_parser(lang)
     args = parser.parse_args(argv)
     site = site_from_arguments(args)
     try:
@@ -172,11 +174,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         with serve_hosts(site, hosts, args.port, tls=tls) as urls:
             # The wire cases' records differ by stage, their URLs never: any stage counts them.
             count = len(site.expected(urls, stage="stage1_callbacks"))
-            print(f"Serving {count} URLs at {' '.join(urls)}  (Ctrl-C to stop)", flush=True)
+            at = " ".join(urls)
+            serving = f"Serving {count} URLs at {at}  (Ctrl-C to stop)"
+            print(
+                f"正在 {at} 上提供 {count} 个 URL（按 Ctrl-C 停止）" if zh else serving, flush=True
+            )
             if tls is not None:
-                print(f"Its CA certificate: {tls.cafile}  (crawl with --cafile)", flush=True)
+                ca = f"Its CA certificate: {tls.cafile}  (crawl with --cafile)"
+                print(f"它的 CA 证书：{tls.cafile}（爬取时加 --cafile）" if zh else ca, flush=True)
             try:
                 while True:
                     time.sleep(3600)
             except KeyboardInterrupt:
-                print("\nStopping.", flush=True)
+                print("\n正在停止。" if zh else "\nStopping.", flush=True)
