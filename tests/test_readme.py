@@ -936,8 +936,9 @@ WALK = [
     *(chinese(ROOT / package / "README.md") for package in STAGE_PACKAGES),
     chinese(SHOW),
 ]
-#: Three or more English words in a row, each of letters (an apostrophe inside allowed).
-ENGLISH_WORD = r"[A-Za-z]+(?:['’][A-Za-z]+)?"
+#: Three or more English words in a row, each of letters (a hyphen or apostrophe inside
+#: allowed: built-in, page's).
+ENGLISH_WORD = r"[A-Za-z]+(?:[-'’][A-Za-z]+)*"
 ENGLISH_RUN = re.compile(rf"(?<![\w./-]){ENGLISH_WORD}(?:\s+{ENGLISH_WORD}){{2,}}(?![\w/-])")
 #: Names of three words, written in English in Chinese text too: the chapter's authors, and
 #: the file format the trace viewers read.
@@ -982,7 +983,15 @@ def test_a_walk_in_chinese_meets_no_english_sentence(tmp_path: Path) -> None:
     utf-8, max_tasks=10 are data; URL and TLS are terms the Chinese keeps, as the glossary
     says)."""
     assert all(page.exists() for page in WALK)
-    found = {page_id(page): runs for page in WALK if (runs := english_sentences(read(page)))}
+
+    def said(page: Path) -> str:  # the prose, and the comments of its blocks, prose too
+        blocks = code_blocks(read(page))
+        notes = [
+            m[0] for block in blocks for line in block.splitlines() if (m := COMMENT.search(line))
+        ]
+        return read(page) + "\n" + "\n".join(notes)
+
+    found = {page_id(page): runs for page in WALK if (runs := english_sentences(said(page)))}
     trace = tmp_path / "trace.json"
     done = run(
         [
