@@ -78,6 +78,7 @@ class Options:
     ignore_robots: bool = False
     max_per_host: int | None = None  # None: a host may have all --max-tasks fetches
     delay: float = 0.0  # seconds between the starts of two requests to one host
+    lang: str = "en"  # the progress line's language (--lang)
 
     def __post_init__(self) -> None:
         """Reject settings no crawl can run with, saying what to use instead."""
@@ -191,7 +192,7 @@ class BaseCrawler:
         self.done: list[FetchStatistic] = []
         self.in_flight: dict[str, float] = {}  # url -> when its fetch began
         self.requested = 0  # URLs claimed by begin(), for --max-pages
-        self.progress = Progress(sys.stderr) if options.progress else None
+        self.progress = Progress(sys.stderr, lang=options.lang) if options.progress else None
         self.ssl_context = ssl_context(insecure=options.insecure, cafile=options.cafile)
         self.robots_rules = None if options.ignore_robots else Robots()  # None: --ignore-robots
         if options.insecure:

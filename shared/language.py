@@ -2,7 +2,7 @@
 wide its text is on a terminal.
 
 Every command line of the project takes ``--lang``: the crawlers' and the test site's
-(their --help, the report's headings), the show page (shared/tools/show/) and the
+(their --help, the crawl's report and progress line), the show page (shared/tools/show/) and the
 exercise tool (shared/tools/exercises/); without it, each asks this module what the
 environment's locale says.  A terminal gives an East Asian Wide character (中文) two
 columns: the side-by-side diff (shared/tools/sidebyside.py), the exercise tool's tables
@@ -121,11 +121,14 @@ class ChineseHelp(argparse.HelpFormatter):
 
     def format_help(self) -> str:
         """The help; the usage's wrapped lines indented under its first option, as argparse
-        counts the prefix's characters but a terminal gives each of them two columns."""
+        counts the prefix's characters but a terminal gives each of them two columns, and
+        the sections' titles ended by a Chinese colon, as 用法： is."""
         text = super().format_help()
         usage, blank, rest = text.partition("\n\n")
         if usage.startswith(USAGE_ZH):
             usage = usage.replace("\n", "\n" + " " * len(USAGE_ZH))
+        for title in TITLES_ZH.values():  # argparse ends a title with an ASCII colon
+            rest = rest.replace(f"\n{title}:\n", f"\n{title}：\n")
         return usage + blank + rest
 
 

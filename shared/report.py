@@ -8,6 +8,7 @@ JSON can be compared line by line.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
@@ -78,12 +79,83 @@ def write_json(result: CrawlResult, out: TextIO, extra: dict[str, Any] | None = 
     out.write("\n")
 
 
-def format_stat(stat: FetchStatistic) -> str:
-    """Return the one report line for a record."""
+#: The report's words, in each language (shared.LANGUAGES), and the progress line's.  Only
+#: the words change: the URLs, figures, statuses, types, and an exception's own name and
+#: message (``ConnectionRefusedError: ...``, as Python and the system say it) are the same
+#: data in any language, and so is the JSON.
+WORDS = {
+    "en": {
+        "skipped": "{url} skipped: {error}",
+        "failed": "{url} error: {error} ({tries} tries)",
+        "size": " {size} bytes",
+        "links": " {links} links, {new} new",
+        "tries": " ({tries} tries)",
+        "error": " error: {error}",
+        "finished": "Finished {count} urls in {secs:.3f} secs"
+        " (max_tasks={tasks}, {rate:.1f} urls/sec)",
+        "interrupted": " -- interrupted",
+        "statuses": "Statuses: ",
+        "types": "Types: ",
+        "count": "{key}: {n}",
+        "comma": ", ",
+        "error-status": "error",
+        "skipped-status": "skipped",
+        "no-type": "none",
+        "progress": "done {done}  queued {queued}  in flight {in_flight}",
+    },
+    "zh-CN": {
+        "skipped": "{url} 已跳过：{error}",
+        "failed": "{url} 出错：{error}（尝试 {tries} 次）",
+        "size": " {size} 字节",
+        "links": " {links} 个链接，其中 {new} 个是新的",
+        "tries": "（尝试 {tries} 次）",
+        "error": " 出错：{error}",
+        "finished": "完成：{count} 个 URL，用时 {secs:.3f} 秒"
+        "（max_tasks={tasks}，每秒 {rate:.1f} 个 URL）",
+        "interrupted": "，被中断",
+        "statuses": "状态：",
+        "types": "类型：",
+        "count": "{key}：{n}",
+        "comma": "，",
+        "error-status": "出错",
+        "skipped-status": "已跳过",
+        "no-type": "无",
+        "progress": "已完成 {done}  排队中 {queued}  进行中 {in_flight}",
+    },
+}
+
+#: The errors the crawler writes in its own words (the others are an exception's name and
+#: message), said in Chinese: a pattern of the English record, and its Chinese.  The records
+#: keep the English (they are data, compared across stages); only the report translates.
+ERRORS_ZH = [
+    (re.compile(r"disallowed by robots\.txt"), "robots.txt 不允许抓取"),
+    (re.compile(r"body larger than (\d+) bytes"), r"响应体超过 \1 字节"),
+    (re.compile(r"interrupted before the response"), "在响应到来之前被中断"),
+    (
+        re.compile(r"robots\.txt: (\d+) unreadable lines? ignored, the first line (\d+): (.*)"),
+        r"robots.txt：有 \1 行无法读取，已忽略；第一处在其第 \2 行：\3",
+    ),
+]
+
+
+def say_error(error: str, lang: str = "en") -> str:
+    """A record's error as the report says it in ``lang``: the crawler's own words
+    translated, an exception's name and message as they are."""
+    if lang == "zh-CN":
+        for english, chinese in ERRORS_ZH:
+            if english.fullmatch(error):
+                return english.sub(chinese, error)
+    return error
+
+
+def format_stat(stat: FetchStatistic, lang: str = "en") -> str:
+    """Return the one report line for a record, its words in ``lang``."""
+    words = WORDS[lang]
+    error = say_error(stat.error, lang) if stat.error else None
     if stat.status is None:
         if stat.tries == 0:
-            return f"{stat.url} skipped: {stat.error}"
-        return f"{stat.url} error: {stat.error} ({stat.tries} tries)"
+            return words["skipped"].format(url=stat.url, error=error)
+        return words["failed"].format(url=stat.url, error=error, tries=stat.tries)
     line = f"{stat.url} {stat.status}"
     if stat.next_url:
         line += f" -> {stat.next_url}"
@@ -92,43 +164,27 @@ def format_stat(stat: FetchStatistic) -> str:
         if stat.encoding:
             line += f"; {stat.encoding}"
     if stat.size is not None:
-        line += f" {stat.size} bytes"
+        line += words["size"].format(size=stat.size)
     if stat.num_urls:
-        line += f" {stat.num_urls} links, {stat.num_new_urls} new"
+        line += words["links"].format(links=stat.num_urls, new=stat.num_new_urls)
     if stat.tries > 1:
-        line += f" ({stat.tries} tries)"
-    if stat.error:
-        line += f" error: {stat.error}"
+        line += words["tries"].format(tries=stat.tries)
+    if error:
+        line += words["error"].format(error=error)
     return line
 
 
-#: The report's headings, in each language (shared.LANGUAGES).  Only the words change: the
-#: figures, the statuses and the types are the same data in any language.
-HEADINGS = {
-    "en": {
-        "finished": "Finished {count} urls in {secs:.3f} secs"
-        " (max_tasks={tasks}, {rate:.1f} urls/sec)",
-        "interrupted": " -- interrupted",
-        "statuses": "Statuses: ",
-        "types": "Types: ",
-    },
-    "zh-CN": {
-        "finished": "完成：{count} 个 URL，用时 {secs:.3f} 秒"
-        "（max_tasks={tasks}，每秒 {rate:.1f} 个 URL）",
-        "interrupted": "，被中断",
-        "statuses": "状态：",
-        "types": "类型：",
-    },
-}
-
-
 def report(result: CrawlResult, out: TextIO, lang: str = "en") -> None:
-    """Print a line per URL, sorted, then the totals and the crawl's speed, headed in ``lang``."""
-    words = HEADINGS[lang]
+    """Print a line per URL, sorted, then the totals and the crawl's speed, in ``lang``."""
+    words = WORDS[lang]
     for stat in sorted(result.fetches, key=lambda s: s.url):
-        print(format_stat(stat), file=out)
+        print(format_stat(stat, lang), file=out)
     statuses = Counter(
-        str(s.status) if s.status is not None else "error" if s.tries else "skipped"
+        str(s.status)
+        if s.status is not None
+        else words["error-status"]
+        if s.tries
+        else words["skipped-status"]
         for s in result.fetches
     )
     count = len(result.fetches)
@@ -137,9 +193,12 @@ def report(result: CrawlResult, out: TextIO, lang: str = "en") -> None:
         count=count, secs=result.elapsed_s, tasks=result.max_tasks, rate=rate
     )
     print(finished + (words["interrupted"] if result.interrupted else ""), file=out)
-    print(words["statuses"] + ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items())), file=out)
-    types = Counter(s.content_type or "none" for s in result.fetches if s.status is not None)
-    print(words["types"] + ", ".join(f"{k}: {v}" for k, v in sorted(types.items())), file=out)
+    types = Counter(
+        s.content_type or words["no-type"] for s in result.fetches if s.status is not None
+    )
+    for heading, counts in (("statuses", statuses), ("types", types)):
+        listed = (words["count"].format(key=k, n=n) for k, n in sorted(counts.items()))
+        print(words[heading] + words["comma"].join(listed), file=out)
 
 
 class Progress:
@@ -149,17 +208,19 @@ class Progress:
     printing.  Used only when the output is a terminal.
     """
 
-    def __init__(self, out: TextIO, interval: float = 0.1) -> None:
-        """Draw on ``out`` (a terminal) at most once per ``interval`` seconds."""
+    def __init__(self, out: TextIO, interval: float = 0.1, lang: str = "en") -> None:
+        """Draw on ``out`` (a terminal) at most once per ``interval`` seconds, in ``lang``."""
         self.out = out
         self.interval = interval
         self.last = float("-inf")
+        self.words = WORDS[lang]["progress"]
 
     def update(self, now: float, done: int, queued: int, in_flight: int) -> None:
         """Redraw the line if enough time has passed since the last redraw."""
         if now - self.last >= self.interval:
             self.last = now
-            self.out.write(f"\r\x1b[Kdone {done}  queued {queued}  in flight {in_flight}")
+            line = self.words.format(done=done, queued=queued, in_flight=in_flight)
+            self.out.write(f"\r\x1b[K{line}")
             self.out.flush()
 
     def close(self) -> None:

@@ -601,9 +601,9 @@ def test_what_each_style_costs_counts_each_stages_function_as_the_book_does(
 #
 # A page a student follows in class has a Chinese version beside it, README.zh-CN.md beside
 # README.md.  The prose is translated; what a student types or reads as code is not: each
-# Chinese page must keep its English page's code blocks, commands, headings (their level and
-# their code) and links, so that a change to the English page that the Chinese one does not
-# follow fails a test that names the page.
+# Chinese page must keep its English page's code blocks (their comments aside, which are
+# prose), commands, headings (their level and their code) and links, so that a change to the
+# English page that the Chinese one does not follow fails a test that names the page.
 
 ZH = ".zh-CN.md"
 GLOSSARY = ROOT / "shared" / "GLOSSARY.md"
@@ -642,6 +642,20 @@ def code_blocks(text: str) -> list[str]:
     """Every fenced block, those indented inside a list item too, without the indentation."""
     blocks = re.findall(r"^( *)```[^\n]*\n(.*?)^ *```", text, re.DOTALL | re.MULTILINE)
     return [re.sub(f"(?m)^{indent}", "", block) for indent, block in blocks]
+
+
+#: A comment in a code block: from a ``#`` that begins a line or follows a space to the end
+#: of the line (a shell's, Python's and TOML's comments, and the layout's descriptions, which
+#: README.md writes as comments too).  A comment is prose: a Chinese page translates it.
+COMMENT = re.compile(r"(?:^|(?<=\s))#.*$")
+
+
+def code_of(block: str) -> list[str]:
+    """What a block holds for a student to type or read as code, the same in any language:
+    each line without its comment and trailing spaces, the lines left empty dropped (so a
+    translated comment may take more lines, or fewer)."""
+    lines = (COMMENT.sub("", line).rstrip() for line in block.splitlines())
+    return [line for line in lines if line]
 
 
 def inline_code(text: str) -> list[str]:
@@ -742,9 +756,15 @@ def falls_behind(page: Path) -> list[str]:
             wrong.append(f"top: link {theirs} in the first lines")
         if f"]({page.name})" not in theirs_top:
             wrong.append(f"top: {theirs} does not link {page.name} in its first lines")
-    ours, others = code_blocks(ours_text), code_blocks(theirs_text)
+    ours = [code_of(block) for block in code_blocks(ours_text)]
+    others = [code_of(block) for block in code_blocks(theirs_text)]
     if ours != others:
-        differ = [(a, b) for a, b in zip(ours, others, strict=False) if a != b]
+        differ = [
+            (line, their)
+            for a, b in zip(ours, others, strict=False)
+            for line, their in itertools.zip_longest(a, b)
+            if line != their
+        ]
         wrong.append(f"blocks: {len(ours)} against {len(others)}; first that differs: {differ[:1]}")
     stamp = english_headings_stamp(english(page))
     if re.findall(r"<!-- English headings: (\w+) -->", ours_text) != [stamp]:
@@ -816,10 +836,11 @@ def test_every_chinese_page_keeps_up_with_its_english_page() -> None:
 
 def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
     """A Chinese page drifted one way at a time, in a folder of its own: each way is named
-    by its own check, and by no other."""
+    by its own check, and by no other.  A block's comments are prose, translated."""
     text = (
         "# A\n\nEnglish · [中文](README.zh-CN.md)\n\n## B `x`\n\n"
-        "Run `nox -s stage1` ([x](x.md#a), [y](y.md)).\n\n```sh\nnox -s stage1\n```\n"
+        "Run `nox -s stage1` ([x](x.md#a), [y](y.md)).\n\n"
+        "```sh\nnox -s stage1  # crawl, then report\n# the tests:\nnox -s tests\n```\n"
     )
     (tmp_path / "x.md").write_text("# A\n\n## B\n", encoding="utf-8")
     for name in ("y.md", "y.zh-CN.md"):
@@ -832,19 +853,22 @@ def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
         .replace("Run", "运行")
         .replace("(y.md)", "(y.zh-CN.md)")
         .replace("(x.md#a)", "(x.md#a)（英文）")
+        .replace("  # crawl, then report", "      # 爬取，然后打印报告\n# （爬取需要几秒钟）")
+        .replace("# the tests:", "# 测试：")
         + stamp
     )
     translation.write_text(good, encoding="utf-8")
     assert falls_behind(translation) == []
-    drifts = {
-        "top": good.replace("[English](README.md)", "English"),
-        "blocks": good.replace("```sh\nnox -s stage1", "```sh\nnox -s stage3"),
-        "stamp": good.replace(stamp, ""),
-        "headings (level, code)": good.replace("## B `x`", "### B `x`"),
-        "commands": good.replace("运行 `nox -s stage1`", "运行 `nox -s stage2`"),
-        "links": good.replace("x.md#a", "x.md#b"),
-    }
-    for kind, drifted in drifts.items():
+    drifts = [
+        ("top", good.replace("[English](README.md)", "English")),
+        ("blocks", good.replace("```sh\nnox -s stage1", "```sh\nnox -s stage3")),
+        ("blocks", good.replace("# 测试：\nnox -s tests", "# 测试：nox -s tests")),  # in a comment
+        ("stamp", good.replace(stamp, "")),
+        ("headings (level, code)", good.replace("## B `x`", "### B `x`")),
+        ("commands", good.replace("运行 `nox -s stage1`", "运行 `nox -s stage2`")),
+        ("links", good.replace("x.md#a", "x.md#b")),
+    ]
+    for kind, drifted in drifts:
         translation.write_text(drifted, encoding="utf-8")
         seen = {wrong.split(":")[0] for wrong in falls_behind(translation)}
         assert seen == {kind}, (kind, falls_behind(translation))
@@ -898,3 +922,91 @@ def test_the_line_number_check_sees_each_way_of_writing_one() -> None:
     assert line_numbers(frame) == []
     assert line_numbers("the line `finally:` of `Crawler.work`, line by line\n") == []
     assert line_numbers("before\nline\n64 of it") == ["line 64"]
+
+
+# --- the Chinese walk --------------------------------------------------------------------------
+#
+# A student who reads only Chinese starts at README.zh-CN.md, reads a stage's guide (and the
+# show page, to watch a crawl) and crawls under --lang zh-CN: on that path they meet no English
+# sentence outside code.  (The exercise tool's output has its test beside the tool's.)
+
+#: The Chinese pages of the walk.  The glossary is left out: it speaks both languages.
+WALK = [
+    chinese(README),
+    *(chinese(ROOT / package / "README.md") for package in STAGE_PACKAGES),
+    chinese(SHOW),
+]
+#: Three or more English words in a row, each of letters (a hyphen or apostrophe inside
+#: allowed: built-in, page's).
+ENGLISH_WORD = r"[A-Za-z]+(?:[-'’][A-Za-z]+)*"
+ENGLISH_RUN = re.compile(rf"(?<![\w./-]){ENGLISH_WORD}(?:\s+{ENGLISH_WORD}){{2,}}(?![\w/-])")
+#: Names of three words, written in English in Chinese text too: the chapter's authors, and
+#: the file format the trace viewers read.
+NAMES = {"Jesse Jiryu Davis", "Guido van Rossum", "Chrome Trace Event"}
+
+
+def english_sentences(text: str) -> list[str]:
+    """The English a Chinese text says in its own words: runs of three or more English words
+    outside code (blocks and `spans`), link targets, URLs, HTML comments, NAMES, and outside
+    quotation and title marks (“…”, 《…》), which quote what the reader meets in English
+    verbatim: a title, a message a program prints, an English page's heading, a button."""
+    text = re.sub(r"(?ms)^ *```.*?^ *```", " ", text)
+    for held in (
+        r"<!--.*?-->",
+        r"`[^`]*`",
+        r"\]\([^)]*\)",
+        r"https?://\S+",
+        r"“[^”]*”",
+        r"《[^》]*》",
+    ):
+        text = re.sub(held, " ", text, flags=re.DOTALL)
+    runs = (" ".join(run.split()) for run in ENGLISH_RUN.findall(text))
+    return [run for run in runs if run not in NAMES]
+
+
+def test_the_english_sentence_check_sees_english_and_leaves_code_and_quotes() -> None:
+    text = (
+        "读 `python -m stage1_callbacks --lang zh-CN` 的输出，见 [阶段 1](stage1/the long path.md)"
+        "和 http://example.org/a b c。“Task was destroyed but it is pending!” 是 asyncio 打印的；"
+        "Guido van Rossum 写了《500 Lines or Less》的一章。\n"
+        "```\nnox -s show -- all  # the lanes\n```\n"
+        "然后 read the report，再看 x86_64 和 robots.txt 的 Content Type。"
+    )
+    assert english_sentences(text) == ["read the report"]  # two words (Content Type) pass
+
+
+def test_a_walk_in_chinese_meets_no_english_sentence(tmp_path: Path) -> None:
+    """README.zh-CN.md, the stage guides, the show page, and a crawl under --lang zh-CN (with
+    --trace-events, whose file it names as it writes it).  A
+    crawl's output is held closer than a page: it has no prose of its own in English, so no
+    English word at all, a word being of letters only, not all capitals (a URL, text/html,
+    utf-8, max_tasks=10 are data; URL and TLS are terms the Chinese keeps, as the glossary
+    says)."""
+    assert all(page.exists() for page in WALK)
+
+    def said(page: Path) -> str:  # the prose, and the comments of its blocks, prose too
+        blocks = code_blocks(read(page))
+        notes = [
+            m[0] for block in blocks for line in block.splitlines() if (m := COMMENT.search(line))
+        ]
+        return read(page) + "\n" + "\n".join(notes)
+
+    found = {page_id(page): runs for page in WALK if (runs := english_sentences(said(page)))}
+    trace = tmp_path / "trace.json"
+    done = run(
+        [
+            "-m",
+            "stage1_callbacks",
+            "--site-pages",
+            "3",
+            "--lang",
+            "zh-CN",
+            "--trace-events",
+            str(trace),
+        ]
+    )
+    assert done.returncode == 0 and trace.exists(), done.stderr
+    assert "完成：" in done.stdout and done.stdout.count("http://") >= 4
+    tokens = re.split(r"[\s，。：；、（）]+", done.stdout + done.stderr)
+    crawl = [token for token in tokens if re.fullmatch(r"(?=.*[a-z])[A-Za-z]{2,}[,;:.]?", token)]
+    assert not found and not crawl, f"English sentences: {found}; English in the crawl: {crawl}"

@@ -21,7 +21,15 @@ from shared.language import LOCALE_VARIABLES, chosen_language
 from shared.links import parse_links
 from shared.log import Record
 from shared.observe import Observer, watching
-from shared.report import CrawlResult, FetchStatistic, Progress, format_stat, report, write_json
+from shared.report import (
+    CrawlResult,
+    FetchStatistic,
+    Progress,
+    format_stat,
+    report,
+    say_error,
+    write_json,
+)
 from shared.responses import MAX_BODY, Response, content_type, decode_body, redirect_target
 from shared.robots import DISALLOWED, Robots, parse_robots, robots_url
 from shared.testsite import ROBOTS_TXT
@@ -585,12 +593,13 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @pytest.mark.parametrize("chosen_by", ["--lang", "the locale"])
-def test_in_chinese_the_report_s_headings_and_every_command_s_help_are_chinese(
+def test_in_chinese_the_report_and_every_command_s_help_are_chinese(
     chosen_by: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Under --lang zh-CN, or a Chinese locale: a crawl's report heads its totals in Chinese,
-    with the same records and figures, and the crawlers' and the test site's --help say
-    every option's help, their description and argparse's own words in Chinese."""
+    """Under --lang zh-CN, or a Chinese locale: a crawl's report says its words in Chinese,
+    with the same URLs, statuses, figures and exception names, and the crawlers' and the test
+    site's --help say every option's help, their description and argparse's own words in
+    Chinese."""
     for name in LOCALE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     chinese = ["--lang", "zh-CN"] if chosen_by == "--lang" else []
@@ -606,14 +615,15 @@ def test_in_chinese_the_report_s_headings_and_every_command_s_help_are_chinese(
     english = io.StringIO()
     report(sample_result(), english)
     expected = english.getvalue().splitlines()
-    assert printed[:4] == expected[:4], "a record is data: the same in either language"
-    finished, *counts = printed[4:]
-    assert CJK.search(finished) and "Finished" not in finished
     number = re.compile(r"\d+(?:\.\d+)?")
-    assert number.findall(finished) == number.findall(expected[4])
-    for line, their in zip(counts, expected[5:], strict=True):
+    for line, their in zip(printed, expected, strict=True):
+        assert CJK.search(line) and number.findall(line) == number.findall(their), line
+        assert not re.search(r"\b(?:error|skipped|tries|links|new|bytes|urls)\b", line), line
+    assert [line.split()[0] for line in printed[:4]] == [line.split()[0] for line in expected[:4]]
+    assert "ConnectionRefusedError" in printed[1], "an exception's name is the same in any language"
+    for line in printed[5:]:
         heading, data = line.split("：", 1)
-        assert CJK.search(heading) and data == their.split(": ", 1)[1]
+        assert CJK.search(heading) and "，" in data
 
     for build in (lambda lang: cli.build_parser("python -m STAGE", lang), site_parser):
         ours, theirs = build(chosen_language(chinese)), build("en")
@@ -629,6 +639,7 @@ def test_in_chinese_the_report_s_headings_and_every_command_s_help_are_chinese(
         text = ours.format_help()
         assert ours.description and CJK.search(ours.description)
         assert text.startswith("用法：") and "options:" not in text and "arguments:" not in text
+        assert "\n选项：\n" in text and not re.search(r"^\S+:$", text, re.MULTILINE), text
 
 
 def test_json_document_has_the_documented_fields() -> None:
@@ -724,6 +735,29 @@ def test_command_line_usage_errors_exit_2(
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("how", ["skipped", "body too large", "interrupted", "robots.txt"])
+def test_the_errors_the_crawler_words_itself_read_in_chinese_under_zh_cn(how: str) -> None:
+    """The report translates the errors the crawler writes in its own words (its records, and
+    the JSON, keep the English): in Chinese, only the URL and an exception's name and message
+    stay as they are."""
+    crawler = BaseCrawler(["http://h/"], Options())
+    crawler.begin_robots("http://h/robots.txt")
+    robots = "User-agent: *\nCrawl-delay: \u00b2\nDisallow: /private\n"
+    crawler.record_response("http://h/robots.txt", 10, page(robots, ctype="text/plain"), 1)
+    assert not crawler.begin("http://h/private")  # skipped: robots.txt forbids it
+    assert crawler.begin("http://h/big") and crawler.begin("http://h/slow")
+    big = Response(200, {"content-type": "text/html"}, too_large=True)
+    crawler.record_response("http://h/big", 10, big, 1)
+    fetches = crawler.result(interrupted=True).fetches  # /slow is still in flight
+    at = {"skipped": "private", "body too large": "big", "interrupted": "slow"}.get(how, how)
+    (stat,) = [stat for stat in fetches if stat.url == f"http://h/{at}"]
+    assert stat.error and re.search("[a-z]{4}", stat.error), "the record keeps the English"
+    said = say_error(stat.error, "zh-CN")
+    assert f"：{said}" in format_stat(stat, "zh-CN") and CJK.search(said)
+    words = re.sub(r"\w+Error\b.*", "", said).replace("robots.txt", "")
+    assert not re.search("[A-Za-z]{2,}", words), said
+
+
 def test_progress_line_redraws_at_most_once_per_interval() -> None:
     out = io.StringIO()
     progress = Progress(out, interval=0.1)
@@ -742,6 +776,10 @@ def test_crawler_with_progress_draws_on_stderr(capsys: pytest.CaptureFixture[str
     crawler.record_response("http://h/", 10, page("<a href=/a>"), 1)
     crawler.result()
     assert "done 1  queued 1  in flight 0" in capsys.readouterr().err
+    crawler = BaseCrawler(["http://h/"], Options(progress=True, ignore_robots=True, lang="zh-CN"))
+    crawler.begin("http://h/")
+    crawler.record_response("http://h/", 10, page("<a href=/a>"), 1)
+    assert "已完成 1  排队中 1  进行中 0" in capsys.readouterr().err
 
 
 # --- the crawler's messages (shared/log.py) ------------------------------------------------

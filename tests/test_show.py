@@ -230,8 +230,9 @@ def embedded(page: Path) -> dict[str, Any]:
 
 
 def test_the_command_writes_the_language_asked_or_the_locale_s(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The page, and what the command says on the terminal: its lines and its --help."""
     page = tmp_path / "page.html"
     argv = ["stage2", "--out", str(page), "--no-open", "--site-pages", "2", "-q"]
     for name in ("LC_ALL", "LC_MESSAGES"):
@@ -239,8 +240,20 @@ def test_the_command_writes_the_language_asked_or_the_locale_s(
     monkeypatch.setenv("LANG", "zh_CN.UTF-8")
     assert main(argv) == 0
     assert embedded(page)["lang"] == "zh-CN"
+    said = capsys.readouterr().err
+    assert "阶段 2：生成器：2 个 URL，" in said and f"已写出 {page}" in said, said
     assert main([*argv, "--lang", "en"]) == 0
     assert embedded(page)["lang"] == "en"
+    said = capsys.readouterr().err
+    assert "stage 2: generators: 2 URLs, " in said and f"wrote {page}" in said, said
+    ours, theirs = build_parser("zh-CN"), build_parser()
+    untranslated = [
+        a.option_strings or a.dest
+        for a, their in zip(ours._actions, theirs._actions, strict=True)
+        if not (a.help and re.search("[\u4e00-\u9fff]", a.help) and a.help != their.help)
+    ]
+    assert not untranslated, f"help still in English: {untranslated}"
+    assert ours.format_help().startswith("用法：") and "\n选项：\n" in ours.format_help()
     monkeypatch.setenv("LANG", "C.UTF-8")
     assert main(argv) == 0
     assert embedded(page)["lang"] is None  # the page follows the reader's browser

@@ -45,7 +45,7 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
         "--latency",
         type=float,
         default=0.0,
-        help=say("seconds before each answer", "每次应答之前等待的秒数"),
+        help=say("seconds before each answer", "每次响应之前等待的秒数"),
     )
     parser.add_argument(
         "--port",
@@ -62,7 +62,7 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
     parser.add_argument(
         "--wire",
         action="store_true",
-        help=say("add responses odd byte by byte", "加入逐字节都古怪的响应"),
+        help=say("add responses odd byte by byte", "加入在报文细节上各有古怪之处的响应"),
     )
     parser.add_argument(
         "--wide",
@@ -79,12 +79,12 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
     parser.add_argument(
         "--robots",
         choices=ROBOTS_KINDS,
-        help=say("what /robots.txt answers (default: a 404)", "/robots.txt 如何应答（默认：404）"),
+        help=say("what /robots.txt answers (default: a 404)", "/robots.txt 返回什么（默认：404）"),
     )
     parser.add_argument(
         "--endless",
         action="store_true",
-        help=say("add servers that never finish", "加入永远不结束应答的服务器"),
+        help=say("add servers that never finish", "加入永远不结束响应的服务器"),
     )
     parser.add_argument(
         "--endless-seconds",
@@ -93,7 +93,7 @@ def add_site_arguments(parser: argparse.ArgumentParser, *, port: int, lang: str 
         metavar="S",
         help=say(
             "the site ends each endless answer after S seconds (default 15; 0: never)",
-            "每个无尽的应答在 S 秒后结束（默认 15；0：永不结束）",
+            "每个无尽的响应在 S 秒后结束（默认 15；0：永不结束）",
         ),
     )
 
@@ -158,7 +158,9 @@ def build_parser(lang: str = "en") -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve a site in the foreground for a classroom until Ctrl-C."""
-    parser = build_parser(chosen_language(sys.argv[1:] if argv is None else argv))
+    lang = chosen_language(sys.argv[1:] if argv is None else argv)
+    zh = lang == "zh-CN"
+    parser = build_parser(lang)
     args = parser.parse_args(argv)
     site = site_from_arguments(args)
     try:
@@ -172,11 +174,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         with serve_hosts(site, hosts, args.port, tls=tls) as urls:
             # The wire cases' records differ by stage, their URLs never: any stage counts them.
             count = len(site.expected(urls, stage="stage1_callbacks"))
-            print(f"Serving {count} URLs at {' '.join(urls)}  (Ctrl-C to stop)", flush=True)
+            at = " ".join(urls)
+            serving = f"Serving {count} URLs at {at}  (Ctrl-C to stop)"
+            print(
+                f"正在 {at} 上提供 {count} 个 URL（按 Ctrl-C 停止）" if zh else serving, flush=True
+            )
             if tls is not None:
-                print(f"Its CA certificate: {tls.cafile}  (crawl with --cafile)", flush=True)
+                ca = f"Its CA certificate: {tls.cafile}  (crawl with --cafile)"
+                print(f"它的 CA 证书：{tls.cafile}（爬取时加 --cafile）" if zh else ca, flush=True)
             try:
                 while True:
                     time.sleep(3600)
             except KeyboardInterrupt:
-                print("\nStopping.", flush=True)
+                print("\n正在停止。" if zh else "\nStopping.", flush=True)

@@ -57,9 +57,9 @@ def build_parser(prog: str, lang: str = "en") -> argparse.ArgumentParser:
         "--lang",
         choices=LANGUAGES,
         help=say(
-            "the language of this help and of the report's headings (default: the locale's, "
-            "else en)",
-            "这份帮助和报告标题的语言（默认：按 locale，否则 en）",
+            "the language of this help, of the report and of the progress line (default: the "
+            "locale's, else en)",
+            "这份帮助、爬取报告和进度行的语言（默认：按 locale，否则 en）",
         ),
     )
     parser.add_argument(
@@ -70,7 +70,7 @@ def build_parser(prog: str, lang: str = "en") -> argparse.ArgumentParser:
         type=int,
         default=10,
         metavar="N",
-        help=say("fetches in flight (10)", "同时进行的抓取数（10）"),
+        help=say("fetches in flight (10)", "同时进行的抓取数上限（10）"),
     )
     parser.add_argument(
         "--max-per-host",
@@ -123,7 +123,7 @@ def build_parser(prog: str, lang: str = "en") -> argparse.ArgumentParser:
         "--lenient",
         dest="strict",
         action="store_false",
-        help=say("any host with the same last two labels", "最后两级域名相同的任何主机"),
+        help=say("any host with the same last two labels", "也爬取最后两级域名相同的任何主机"),
     )
     parser.add_argument(
         "--timeout",
@@ -151,7 +151,7 @@ def build_parser(prog: str, lang: str = "en") -> argparse.ArgumentParser:
         help=say(
             "add each fetch's start and end time, and when it was queued and connected, "
             "to the JSON",
-            "在 JSON 中加入每次抓取开始、结束、入队和连上的时间",
+            "在 JSON 中加入每次抓取入队、开始、连上和结束的时间",
         ),
     )
     parser.add_argument(
@@ -188,7 +188,7 @@ def build_parser(prog: str, lang: str = "en") -> argparse.ArgumentParser:
         metavar="S",
         help=say(
             "with no ROOT: the built-in site answers after S seconds, to see fetches wait",
-            "不给 ROOT 时：内置站点过 S 秒才应答，便于观察等待",
+            "不给 ROOT 时：内置站点过 S 秒才响应，便于观察等待",
         ),
     )
     parser.add_argument(
@@ -243,7 +243,8 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
 
     A bad value ends the program with a usage message and exit status 2.
     """
-    parser = build_parser(prog, chosen_language(sys.argv[1:] if argv is None else argv))
+    lang = chosen_language(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(prog, lang)
     args = parser.parse_args(argv)
     try:
         for root in args.roots:
@@ -263,6 +264,7 @@ def parse_args(prog: str, argv: Sequence[str] | None = None) -> tuple[argparse.N
             insecure=args.insecure,
             cafile=args.cafile,
             ignore_robots=args.ignore_robots,
+            lang=lang,
         )
         if args.exclude:
             re.compile(args.exclude)
@@ -322,15 +324,21 @@ def roots_or_test_site(
         yield [base_url]
 
 
-def write_trace_events(trace: TraceEvents, path: str, quiet: bool) -> None:
-    """Write the --trace-events file; a file that cannot be written costs the crawl nothing."""
+def write_trace_events(trace: TraceEvents, path: str, quiet: bool, lang: str = "en") -> None:
+    """Write the --trace-events file; a file that cannot be written costs the crawl nothing.
+    What it says, it says in ``lang``."""
+    zh = lang == "zh-CN"
     try:
         size = trace.write(path)
     except OSError as exc:
-        print(f"--trace-events {path}: cannot write it: {exc}", file=sys.stderr)
+        said = "无法写入" if zh else "cannot write it"
+        print(f"--trace-events {path}: {said}: {exc}", file=sys.stderr)
         return
     if not quiet:
-        print(f"wrote {path} ({size / 1e6:.1f} MB)", file=sys.stderr)
+        said = (
+            f"已写出 {path}（{size / 1e6:.1f} MB）" if zh else f"wrote {path} ({size / 1e6:.1f} MB)"
+        )
+        print(said, file=sys.stderr)
 
 
 def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
@@ -358,7 +366,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
             for hook in hooks:
                 interrupt.at_first_press.remove(hook)
             if trace_events and args.trace_events:
-                write_trace_events(trace_events, args.trace_events, args.quiet)
+                write_trace_events(trace_events, args.trace_events, args.quiet, lang)
         extra = timeline.to_json() if timeline else None
         if args.json and args.json != "-":  # first: the file must not depend on a pipe
             with open(args.json, "w", encoding="utf-8") as out:

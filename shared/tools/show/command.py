@@ -23,60 +23,118 @@ from pathlib import Path
 from typing import Any
 
 from shared import STAGES
+from shared.language import add_help_option, chosen_language, help_in
 from shared.observe import watching
 from shared.tools.cli import configure_logging, parse_args
 from shared.tools.instruments.trace_events import TraceEvents
 from shared.tools.language import LANGUAGES, locale_language
-from shared.tools.show.page import TITLES, crawl_data, interesting_step, write
+from shared.tools.show.page import crawl_data, interesting_step, texts, write
 from shared.tools.show.record import recording
+
+#: What the command says on the terminal, in each language (the page has texts.json).
+WROTE = {"en": "wrote {}", "zh-CN": "已写出 {}"}
+SIZE = {"en": " ({})", "zh-CN": "（{}）"}
+NO_SCREENSHOT = {"en": "no screenshot: ", "zh-CN": "没有截图："}
+COLON = {"en": ": ", "zh-CN": "："}
 
 #: The crawl the page shows unless told otherwise: small enough to follow step by step.
 DEFAULTS = ["--site-pages", "6", "--max-tasks", "2", "--site-latency", "0.1", "--ignore-robots"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The options of the page itself; the rest are crawl options, as for any stage."""
+def build_parser(lang: str = "en") -> argparse.ArgumentParser:
+    """The options of the page itself, their help in ``lang``; the rest are crawl options, as
+    for any stage."""
+
+    def say(english: str, chinese: str) -> str:
+        return chinese if lang == "zh-CN" else english
+
     parser = argparse.ArgumentParser(
         prog="nox -s show --",
-        description="Record every step of a crawl of the built-in test site and write a "
-        "page that steps through it.",
-        epilog="Any other option is a crawl option, as for the stages (--max-tasks N, "
-        "--site-pages N, --site-latency S, ...); the defaults here: " + " ".join(DEFAULTS),
+        epilog=say(
+            "Any other option is a crawl option, as for the stages (--max-tasks N, "
+            "--site-pages N, --site-latency S, ...); the defaults here: ",
+            "其他选项都是爬取选项，和各阶段的一样（--max-tasks N、--site-pages N、"
+            "--site-latency S……）；这里的默认值：",
+        )
+        + " ".join(DEFAULTS),
+        **help_in(
+            lang,
+            description=say(
+                "Record every step of a crawl of the built-in test site and write a "
+                "page that steps through it.",
+                "记录对内置测试站点的一次爬取的每一步，写出可以逐步查看它的页面。",
+            ),
+        ),
+    )
+    add_help_option(parser, lang)
+    parser.add_argument(
+        "stage",
+        choices=[*STAGES, "all"],
+        help=say(
+            "one stage, or all three on one time axis",
+            "一个阶段，或者 all：三个阶段画在同一条时间轴上",
+        ),
     )
     parser.add_argument(
-        "stage", choices=[*STAGES, "all"], help="one stage, or all three on one time axis"
+        "--out",
+        metavar="PATH",
+        help=say("the page (out/show-STAGE.html)", "页面写到哪里（out/show-STAGE.html）"),
     )
-    parser.add_argument("--out", metavar="PATH", help="the page (out/show-STAGE.html)")
     parser.add_argument(
         "--full-site",
         action="store_true",
-        help="crawl the default test site (about 390 URLs, traps and all), not a 6-page one",
+        help=say(
+            "crawl the default test site (about 390 URLs, traps and all), not a 6-page one",
+            "爬取默认的测试站点（大约 390 个 URL，包括所有陷阱），而不是 6 页的小站点",
+        ),
     )
     parser.add_argument(
-        "--obey-robots", action="store_true", help="fetch and obey robots.txt, as crawls do"
+        "--obey-robots",
+        action="store_true",
+        help=say(
+            "fetch and obey robots.txt, as crawls do", "像平常的爬取那样抓取并遵守 robots.txt"
+        ),
     )
     parser.add_argument(
         "--screenshot",
         nargs="?",
         const="",
         metavar="PATH",
-        help="also a PNG of the page, by headless Chromium (out/show-STAGE.png)",
+        help=say(
+            "also a PNG of the page, by headless Chromium (out/show-STAGE.png)",
+            "再用 headless Chromium 给页面截一张 PNG 图（out/show-STAGE.png）",
+        ),
     )
     parser.add_argument(
-        "--step", type=int, metavar="N", help="the step the screenshot shows (a busy one)"
+        "--step",
+        type=int,
+        metavar="N",
+        help=say(
+            "the step the screenshot shows (a busy one)", "截图显示第几步（默认：一个繁忙的步骤）"
+        ),
     )
     parser.add_argument(
         "--big",
         action="store_true",
-        help="the code beside the lanes, on one 1280x720 screen (the page's #big); "
-        "with --screenshot, a picture of that screen",
+        help=say(
+            "the code beside the lanes, on one 1280x720 screen (the page's #big); "
+            "with --screenshot, a picture of that screen",
+            "代码显示在泳道旁边，放进一块 1280x720 的屏幕（即页面的 #big）；"
+            "和 --screenshot 一起用时，截的就是这块屏幕",
+        ),
     )
     parser.add_argument(
         "--lang",
         choices=LANGUAGES,
-        help="the page's language (else Chinese where the locale says so, else the browser's)",
+        help=say(
+            "the page's language, and this help's (else Chinese where the locale says so, "
+            "else the browser's)",
+            "页面和这份帮助的语言（否则按 locale，locale 不是中文时按浏览器的语言）",
+        ),
     )
-    parser.add_argument("--no-open", action="store_true", help="do not open a browser")
+    parser.add_argument(
+        "--no-open", action="store_true", help=say("do not open a browser", "不打开浏览器")
+    )
     return parser
 
 
@@ -115,7 +173,9 @@ def can_open_browser() -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
-    parser = build_parser()
+    said = chosen_language(sys.argv[1:] if argv is None else argv)  # the terminal's language
+    words = texts()[said]
+    parser = build_parser(said)
     own, rest = parser.parse_known_args(argv)
     args, options = parse_args("nox -s show -- STAGE", crawl_arguments(own, rest))
     if args.roots:
@@ -155,10 +215,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The same facts for the page to say in its reader's language.
             summary = [len(result.fetches), len(recorder.steps), f"{seconds:.2f}"]
             crawls[-1]["summary"] = [*summary, result.interrupted]
-            print(f"{TITLES[package]}: {note}", file=sys.stderr)
+            done = words["note.interrupted" if result.interrupted else "note.done"]
+            told = done.format(urls=summary[0], steps=summary[1], s=summary[2])
+            print(f"{words['title.' + package]}{COLON[said]}{told}", file=sys.stderr)
     if trace_events and args.trace_events:
         size = trace_events.write(args.trace_events)
-        print(f"wrote {args.trace_events} ({size / 1e6:.1f} MB)", file=sys.stderr)
+        print(
+            WROTE[said].format(args.trace_events) + SIZE[said].format(f"{size / 1e6:.1f} MB"),
+            file=sys.stderr,
+        )
     # What the heading says, as facts: the page writes them in its reader's language.
     heading = {
         "stage": own.stage if own.stage == "all" else packages[0],
@@ -174,16 +239,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     busy = merged_position(crawls, middle, interesting_step(crawls[middle]))
     lang = own.lang or locale_language()
     size = write(out, crawls, heading, start=busy, lang=lang)
-    print(f"wrote {out} ({size / 1024:.0f} KiB)", file=sys.stderr)
+    print(WROTE[said].format(out) + SIZE[said].format(f"{size / 1024:.0f} KiB"), file=sys.stderr)
     if own.screenshot is not None:
         from shared.tools.show.browser import missing, screenshot
 
         if reason := missing():
-            print(f"no screenshot: {reason}", file=sys.stderr)
+            print(f"{NO_SCREENSHOT[said]}{reason}", file=sys.stderr)
             return 2
         picture = Path(own.screenshot or out.with_suffix(".png"))
         screenshot(out, picture, own.step or busy + 1, big=own.big, lang=lang)
-        print(f"wrote {picture}", file=sys.stderr)
+        print(WROTE[said].format(picture), file=sys.stderr)
     address = out.resolve().as_uri() + ("#big" if own.big else "")  # the page keeps its lang
     if not own.no_open and can_open_browser() and webbrowser.open(address):
         return 0
