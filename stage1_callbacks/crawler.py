@@ -86,8 +86,6 @@ class Fetcher:
         if err:
             self._fail(OSError(err, os.strerror(err)))  # e.g. ConnectionRefusedError
             return
-        if self.crawler.observer:  # someone watches: connecting is over, reading begins
-            self.crawler.observer.connected(self.url)
         if self.url.startswith("https:"):
             # The wrapped socket takes over the file descriptor, and the selector knows
             # sockets by theirs: unregister the plain one first.

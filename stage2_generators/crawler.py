@@ -113,8 +113,6 @@ class Crawler(BaseCrawler):
         with socket.socket(family, socket.SOCK_STREAM) as plain:
             plain.setblocking(False)
             yield from sock_connect(plain, sockaddr)  # suspends: until connected
-            if self.observer:  # someone watches: connecting is over, reading begins
-                self.observer.connected(url)
             with tls_socket(plain, url, self.ssl_context) as sock:  # https: the socket, wrapped
                 if isinstance(sock, ssl.SSLSocket):
                     yield from sock_handshake(sock)  # suspends: while the handshake goes on

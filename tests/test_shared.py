@@ -314,15 +314,15 @@ def test_a_timeline_notes_when_each_url_was_queued_begun_connected_and_ended(
     assert crawler.begin("http://h/")  # queued at 0: a root
     now[0] = 1.0
     assert crawler.observer is timeline
-    crawler.observer.connected("http://h/")
-    crawler.observer.connected("http://elsewhere/")  # not in flight: ignored
+    timeline.connected("http://h/")
+    timeline.connected("http://elsewhere/")  # not in flight: ignored
     now[0] = 2.0
     items = crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)
     assert items == [("http://h/a", 10)]  # queued at 2.0
     now[0] = 2.5
     assert crawler.begin("http://h/a")
     now[0] = 3.0
-    crawler.observer.connected("http://h/a")  # the first try connects, then fails
+    timeline.connected("http://h/a")  # the first try connects, then fails
     assert not crawler.failed_try("http://h/a", 1, ConnectionResetError())
     now[0] = 3.5
     assert crawler.failed_try("http://h/a", 2, ConnectionRefusedError())  # never connected

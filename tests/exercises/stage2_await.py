@@ -97,8 +97,6 @@ class AsyncCrawler(Crawler):
         with socket.socket(family, socket.SOCK_STREAM) as plain:
             plain.setblocking(False)
             await wait(sock_connect(plain, sockaddr))  # suspends: until connected
-            if self.observer:
-                self.observer.connected(url)
             with tls_socket(plain, url, self.ssl_context) as sock:
                 if isinstance(sock, ssl.SSLSocket):
                     await wait(sock_handshake(sock))
