@@ -129,7 +129,7 @@ class Crawler(BaseCrawler):
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
-    loop = EventLoop(crawler.observer)  # someone watching, or None
+    loop = EventLoop()
     main = Task(crawler.crawl(), name="crawl")
     with interrupt.caught() as ctrl_c:
         if ctrl_c:  # as asyncio.Runner does: Ctrl-C wakes the loop, which cancels the main task

@@ -112,7 +112,7 @@ class AsyncCrawler(Crawler):
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` with the `async def` crawler on stage 2's loop; return the result."""
     crawler = AsyncCrawler(roots, options)
-    loop = EventLoop(crawler.observer)
+    loop = EventLoop()
     main = Task(crawler.crawl(), name="crawl")  # type: ignore[arg-type]
     try:
         loop.run_until_complete(main)
