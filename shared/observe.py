@@ -13,13 +13,19 @@ the same few sentences of the story, told to an :class:`Observer`:
   instead, and aiohttp, which connects out of sight, tells the trace configs an observer
   hands its session (:meth:`Observer.session_traces`).
 
-When a try has its connection no crawler says: an instrument that wants it reads it in
-the loop's steps or in aiohttp's tracing (shared/tools/instruments/connections.py).
+Why there and nowhere else: a stage's ``crawler.py`` is the lesson, and a line in it for
+an instrument is a line a student reads for nothing.  So, as trio calls its instruments
+from its run loop alone, each stage has one point to watch, in the machinery under the
+crawler: the hand-made loop's step, stage 3's session.  What a step does not say, an
+instrument reads for itself: when a try has its connection, say, is the step that runs a
+Fetcher's ``_on_connected``, or resumes ``sock_connect``, or aiohttp's word on the
+connection (shared/tools/instruments/connections.py).  tests/test_layout.py holds that
+no crawler.py names the observer.
 
 Nobody listens by default: :data:`observer` is None, each sentence costs one ``if`` that
 fails, and a crawl keeps no record beyond its result.  A tool listens for the length of a
-``with`` block, :func:`watching`; each crawl that begins in the block takes the observer
-with it (``crawler.observer``), and hands it to its loop.
+``with`` block, :func:`watching`; what is made in the block takes the observer of the
+moment: a crawler (``crawler.observer``), a hand-made loop, stage 3's session.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from shared import USER_AGENT, log
+from shared import USER_AGENT, log, observe
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
 from shared.httpwire import _parse_head
 from shared.language import LOCALE_VARIABLES, chosen_language
@@ -356,6 +356,19 @@ def test_observers_hear_the_crawls_that_begin_while_they_watch() -> None:
         BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/x")
     BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/y")
     assert heard == ["outer http://h/", "inner http://h/", "outer http://h/x"]
+
+
+def test_stage_3s_session_gets_the_trace_configs_of_everyone_watching() -> None:
+    class Traced(Observer):
+        def __init__(self, traces: list[Any]) -> None:
+            self.traces = traces
+
+        def session_traces(self) -> list[Any]:
+            return self.traces
+
+    with watching(Traced(["a"])), watching(Observer(), Traced(["b", "c"])):
+        assert observe.observer is not None
+        assert observe.observer.session_traces() == ["a", "b", "c"]
 
 
 # --- robots.txt and TLS, the shared part ----------------------------------------------
