@@ -47,10 +47,10 @@ class Connections(Observer):
     def resume(self, task: Any, value: Any) -> None:
         """Stage 2: a task resumes; from a wait in ``sock_connect`` without an error, it is
         connected."""
-        if isinstance(value, BaseException):
+        if isinstance(value, BaseException) or not waits_in(task, "sock_connect"):
             return
-        names, url = coroutine_chain(getattr(task, "_coro", None))
-        if "sock_connect" in names and url is not None:
+        _, url = coroutine_chain(getattr(task, "_coro", None))
+        if url is not None:
             self.connected(url)
 
     def session_traces(self) -> list[Any]:
@@ -58,6 +58,20 @@ class Connections(Observer):
         from shared.tools.instruments.aiohttp_traces import connection_traces  # stage 3 only
 
         return connection_traces(self)
+
+
+def waits_in(task: Any, name: str) -> bool:
+    """Tell whether a task's chain of coroutines is paused in a function of that name.
+
+    Asked at every step of stage 2, so it reads the names alone (a frame's local
+    variables cost a copy each).
+    """
+    coro = getattr(task, "_coro", None)
+    while (code := getattr(coro, "gi_code", None) or getattr(coro, "cr_code", None)) is not None:
+        if code.co_name == name:
+            return True
+        coro = getattr(coro, "gi_yieldfrom", None) or getattr(coro, "cr_await", None)
+    return False
 
 
 def has_peer(sock: socket.socket) -> bool:
