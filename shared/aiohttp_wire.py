@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Sequence
 from contextvars import ContextVar
 
 import aiohttp
 from aiohttp.abc import ResolveResult
 
-from shared import USER_AGENT
+from shared import USER_AGENT, observe
 from shared.httpwire import MAX_FIELD
 from shared.resolver import lookup, small_reads
 
@@ -84,13 +83,16 @@ class FirstAddress(aiohttp.ThreadedResolver):
         return [ResolveResult(hostname=host, host=ip, port=port, family=fam, proto=0, flags=0)]
 
 
-def open_session(
-    ssl_context: ssl.SSLContext, limit: int, traces: Sequence[aiohttp.TraceConfig] = ()
-) -> aiohttp.ClientSession:
-    """A session for one crawl: at most ``limit`` connections, ``traces`` told of each.
+def open_session(ssl_context: ssl.SSLContext, limit: int) -> aiohttp.ClientSession:
+    """A session for one crawl: at most ``limit`` connections.
 
     Use it as ``async with open_session(...) as session:``, as aiohttp.ClientSession.
+    Whoever watches the crawl (shared/observe.py) hands the session the trace configs it
+    wants to hear: aiohttp's tracing is stage 3's one point to watch, as a step of the
+    loop is stages 1 and 2's.
     """
+    watcher = observe.observer
+    traces = watcher.session_traces() if watcher else []
     # The same SSLContext as stages 1 and 2: the same CAs trusted, the same --insecure.
     connector = aiohttp.TCPConnector(
         limit=limit,

@@ -13,9 +13,10 @@ another way, and stages 1 and 2 copy it with :class:`CtrlC`:
    steps: stage 2 cancels its main task, stage 1 closes every Fetcher;
 3. a second Ctrl-C raises KeyboardInterrupt at once, for a crawl that will not stop.
 
-Stage 3 leaves Ctrl-C to asyncio.Runner itself (:func:`left_to_asyncio`).  A stage's
-``__main__`` takes Ctrl-C over (:func:`taken_over`) before anything else, so that a Ctrl-C
-while the program imports and starts up is news too, read by the loop at its first turn.
+Stage 3 takes Ctrl-C as asyncio.Runner does, by a handler of ours (:func:`left_to_asyncio`).
+A stage's ``__main__`` takes Ctrl-C over (:func:`taken_over`) before anything else, so that
+a Ctrl-C while the program imports and starts up is news too, read by the loop at its first
+turn.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import signal
 import socket
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # only stage 3 runs on asyncio: stages 1 and 2 never load it (nor threads)
     import asyncio
@@ -147,32 +148,52 @@ def caught() -> Iterator[CtrlC | None]:
 
 @contextlib.contextmanager
 def left_to_asyncio(runner: asyncio.Runner) -> Iterator[None]:
-    """Hand Ctrl-C to an asyncio.Runner for the block (stage 3), then take it back.
+    """Ctrl-C for an asyncio.Runner's block (stage 3), as the Runner takes it, then ours again.
 
-    The Runner installs its handler, in ``run()``, only in place of Python's default
-    one, so that is put back for the block.  The Runner's loop is made first, while a
-    press is still only counted: a KeyboardInterrupt in the middle of making a loop
-    leaves half a loop, whose clean-up by the garbage collector prints an error.  A
-    press that came before the block (while the program started) ends the crawl at
-    once, as KeyboardInterrupt.
+    Our handler does for the block what the Runner's own does: the first press cancels
+    the main task, thread-safely (``call_soon_threadsafe`` wakes the loop, as our socket
+    does stages 1 and 2's), and the CancelledError that ends ``run()`` leaves the block as
+    KeyboardInterrupt; a second press raises KeyboardInterrupt at once.  Ours, not the
+    Runner's, so that the first press is told (:data:`at_first_press`) before the task
+    hears of it.  The main task is the first the Runner's loop makes (``run()`` makes it),
+    seen through the loop's task factory, a public hook.  The loop is made first, while a
+    press is still only counted: a KeyboardInterrupt in the middle of making a loop leaves
+    half a loop, whose clean-up by the garbage collector prints an error.  A press that
+    came before the block (while the program started) ends the crawl at once.
     """
     if _installed is None:
         yield
         return
-    runner.get_loop()
+    import asyncio  # stage 3's: it has loaded asyncio already
+
+    loop = runner.get_loop()
     if _installed.presses:
         raise KeyboardInterrupt
-    if at_first_press:  # the Runner's own handler, which run() installs, tells them first
-        on_sigint = runner._on_sigint  # type: ignore[attr-defined]
+    main: list[asyncio.Task[Any]] = []
 
-        def told_first(signum: int, frame: FrameType | None, main_task: asyncio.Task[None]) -> None:
-            if not runner._interrupt_count:  # type: ignore[attr-defined]
-                tell_first_press()
-            on_sigint(signum, frame, main_task)
+    def first_task(loop: asyncio.AbstractEventLoop, coro: Any, context: Any = None) -> Any:
+        loop.set_task_factory(None)  # the main task alone: the others are made as usual
+        main.append(asyncio.Task(coro, loop=loop, context=context))
+        return main[0]
 
-        runner._on_sigint = told_first  # type: ignore[attr-defined]  # for this Runner only
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    presses = 0
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        nonlocal presses
+        presses += 1
+        if presses > 1 or not main:  # a second press, or one before run() made the main task
+            raise KeyboardInterrupt
+        tell_first_press()
+        loop.call_soon_threadsafe(main[0].cancel)
+
+    loop.set_task_factory(first_task)
+    signal.signal(signal.SIGINT, on_sigint)
     try:
         yield
+    except asyncio.CancelledError:
+        if not presses:
+            raise
+        raise KeyboardInterrupt from None  # the main task cancelled by a press: as the Runner's
     finally:
+        loop.set_task_factory(None)
         signal.signal(signal.SIGINT, _installed.on_sigint)

@@ -5,17 +5,27 @@ step of the event loop, ``--timeline`` notes when each fetch was queued, began, 
 connection and ended, and the show page draws the loop at every step.  They all listen to
 the same few sentences of the story, told to an :class:`Observer`:
 
-* the crawler (BaseCrawler says most of these itself): a crawl begins, a URL is queued, a
-  fetch starts, its try has its connection, a try fails and another follows, the fetch is
-  recorded, the crawl ends;
+* the crawler (BaseCrawler says these itself): a crawl begins, a URL is queued, a fetch
+  starts, a try fails and another follows, the fetch is recorded, the crawl ends;
 * the event loop, once per step: stage 1's loop is about to run a callback, stage 2's
   Task is about to resume its coroutine.  Stage 3's Task is asyncio's, written in C, with
-  no step for us to hear: shared/tools/instruments/trace.py follows its coroutine frames instead.
+  no step for us to hear: shared/tools/instruments/trace.py follows its coroutine frames
+  instead, and aiohttp, which connects out of sight, tells the trace configs an observer
+  hands its session (:meth:`Observer.session_traces`).
+
+Why there and nowhere else: a stage's ``crawler.py`` is the lesson, and a line in it for
+an instrument is a line a student reads for nothing.  So, as trio calls its instruments
+from its run loop alone, each stage has one point to watch, in the machinery under the
+crawler: the hand-made loop's step, stage 3's session.  What a step does not say, an
+instrument reads for itself: when a try has its connection, say, is the step that runs a
+Fetcher's ``_on_connected``, or resumes ``sock_connect``, or aiohttp's word on the
+connection (shared/tools/instruments/connections.py).  tests/test_layout.py holds that
+no crawler.py names the observer.
 
 Nobody listens by default: :data:`observer` is None, each sentence costs one ``if`` that
 fails, and a crawl keeps no record beyond its result.  A tool listens for the length of a
-``with`` block, :func:`watching`; each crawl that begins in the block takes the observer
-with it (``crawler.observer``), and hands it to its loop.
+``with`` block, :func:`watching`; what is made in the block takes the observer of the
+moment: a crawler (``crawler.observer``), a hand-made loop, stage 3's session.
 """
 
 from __future__ import annotations
@@ -25,8 +35,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import aiohttp
-
     from shared.crawling import BaseCrawler
     from shared.report import CrawlResult
 
@@ -48,9 +56,6 @@ class Observer:
     def fetch_started(self, url: str) -> None:
         """A fetch of url begins: from now on it is in flight."""
 
-    def connected(self, url: str) -> None:
-        """The current try of url has its connection: connecting is over, reading begins."""
-
     def retrying(self, url: str) -> None:
         """A try of url failed and another follows, on a new connection."""
 
@@ -66,6 +71,15 @@ class Observer:
     def resume(self, task: Any, value: Any) -> None:
         """Stage 2's ``task`` is about to resume its coroutine with value (an exception: thrown)."""
 
+    def session_traces(self) -> list[Any]:
+        """Stage 3's aiohttp session opens: the ``aiohttp.TraceConfig`` list it should carry.
+
+        Stage 3 has no loop of ours to hear: aiohttp connects inside ``session.get`` and
+        tells its trace configs instead.  An observer that wants those events returns
+        its own (shared/tools/instruments/aiohttp_traces.py makes them); none by default.
+        """
+        return []
+
 
 class Chorus(Observer):
     """Several observers as one: each event goes to each of them, in order."""
@@ -76,7 +90,7 @@ class Chorus(Observer):
 
     def __getattribute__(self, name: str) -> Any:
         """An event method calls that method of every observer; other attributes are ours."""
-        if name.startswith("_") or not hasattr(Observer, name):
+        if name.startswith("_") or name in Chorus.__dict__ or not hasattr(Observer, name):
             return super().__getattribute__(name)
         observers = super().__getattribute__("observers")
 
@@ -85,6 +99,10 @@ class Chorus(Observer):
                 getattr(one, name)(*args)
 
         return tell_all
+
+    def session_traces(self) -> list[Any]:
+        """Every observer's trace configs, in order."""
+        return [trace for one in self.observers for trace in one.session_traces()]
 
 
 #: Whoever watches the crawls that begin now; None: nobody (see :func:`watching`).
@@ -102,27 +120,3 @@ def watching(*observers: Observer) -> Iterator[None]:
         yield
     finally:
         observer = previous
-
-
-def connection_traces(listener: Observer | None) -> list[aiohttp.TraceConfig]:
-    """For stage 3's session: aiohttp trace configs that tell ``listener`` of each connection.
-
-    aiohttp connects inside ``session.get``, out of the crawler's sight, and tells its
-    trace configs when a request has its connection (a new one, its TLS handshake done,
-    or one taken from the pool).  Nobody listening: no trace config at all.
-    """
-    if listener is None:
-        return []
-    import aiohttp  # stage 3's library: loaded only by the stage that asks
-
-    async def request_start(_: object, ctx: Any, params: Any) -> None:
-        ctx.url = str(params.url)  # ctx is this request's own, for the events below
-
-    async def connection_ready(_: object, ctx: Any, __: object) -> None:
-        listener.connected(ctx.url)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(request_start)
-    trace.on_connection_create_end.append(connection_ready)
-    trace.on_connection_reuseconn.append(connection_ready)
-    return [trace]

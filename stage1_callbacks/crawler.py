@@ -86,8 +86,6 @@ class Fetcher:
         if err:
             self._fail(OSError(err, os.strerror(err)))  # e.g. ConnectionRefusedError
             return
-        if self.crawler.observer:  # someone watches: connecting is over, reading begins
-            self.crawler.observer.connected(self.url)
         if self.url.startswith("https:"):
             # The wrapped socket takes over the file descriptor, and the selector knows
             # sockets by theirs: unregister the plain one first.
@@ -200,7 +198,7 @@ class Crawler(BaseCrawler):
 
     def crawl(self) -> None:
         """Run the event loop until nothing is queued and nothing is in flight."""
-        self.loop = EventLoop(self.callback_failed, self.observer)
+        self.loop = EventLoop(self.callback_failed)
         self.q: deque[tuple[str, int]] = deque(self.start_items())
         self.fetchers: dict[str, Fetcher] = {}  # url -> its Fetcher, while in flight
         self.parked: dict[str, list[tuple[str, int]]] = {}  # robots.txt URL -> pages waiting

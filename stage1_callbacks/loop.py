@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from shared import observe
 from shared.log import Logger
 from shared.observe import Observer
 
@@ -69,7 +70,7 @@ class EventLoop:
         """Make a loop with its own selector; close() releases it.  An observer hears every step."""
         self.selector = selectors.DefaultSelector()
         self.exception_handler = exception_handler
-        self.observer = observer
+        self.observer = observer or observe.observer  # by default whoever watches now, or None
         # A heap of (when, sequence number, handle).  The sequence number breaks ties,
         # so timers due at the same time run in the order they were set, and two
         # handles are never compared.

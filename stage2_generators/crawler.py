@@ -113,8 +113,6 @@ class Crawler(BaseCrawler):
         with socket.socket(family, socket.SOCK_STREAM) as plain:
             plain.setblocking(False)
             yield from sock_connect(plain, sockaddr)  # suspends: until connected
-            if self.observer:  # someone watches: connecting is over, reading begins
-                self.observer.connected(url)
             with tls_socket(plain, url, self.ssl_context) as sock:  # https: the socket, wrapped
                 if isinstance(sock, ssl.SSLSocket):
                     yield from sock_handshake(sock)  # suspends: while the handshake goes on
@@ -131,7 +129,7 @@ class Crawler(BaseCrawler):
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
-    loop = EventLoop(crawler.observer)  # someone watching, or None
+    loop = EventLoop()
     main = Task(crawler.crawl(), name="crawl")
     with interrupt.caught() as ctrl_c:
         if ctrl_c:  # as asyncio.Runner does: Ctrl-C wakes the loop, which cancels the main task

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, BaseSelector, DefaultSelector
 from typing import Any
 
+from shared import observe
 from shared.log import Logger
 from shared.observe import Observer
 
@@ -52,7 +53,8 @@ class EventLoop:
         # never compared.
         self._scheduled: list[tuple[float, int, Handle]] = []
         self._sequence = itertools.count()
-        self.observer = observer  # None, or it hears every resume of every Task (Task._step)
+        # None, or it hears every resume of every Task (Task._step): by default whoever watches.
+        self.observer = observer or observe.observer
         # We only ever run one loop at a time, so the newest loop becomes the running one.
         _set_running_loop(self)
 

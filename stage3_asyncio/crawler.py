@@ -17,7 +17,6 @@ from shared import interrupt
 from shared.aiohttp_wire import open_session
 from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key
 from shared.httpwire import WireError, checked_head
-from shared.observe import connection_traces
 from shared.responses import MAX_BODY
 
 # What a try can fail with: aiohttp's errors (refused, reset, a certificate that does not
@@ -41,8 +40,7 @@ class Crawler(BaseCrawler):
         # One session for the crawl: its pool keeps a connection alive after its answer, for
         # the next request to the same host.  How it is set to read the wire as stages 1 and
         # 2 do, and to count a try as they do, is shared/aiohttp_wire.py's business.
-        traces = connection_traces(self.observer)  # someone watching hears of each connection
-        async with open_session(self.ssl_context, self.max_tasks, traces) as self.session:
+        async with open_session(self.ssl_context, self.max_tasks) as self.session:
             workers = [
                 asyncio.create_task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)
             ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -105,6 +106,21 @@ def test_threaded_ctrl_c_gives_the_partial_result(
 
 
 # --- the phases every crawler records ----------------------------------------------------
+
+
+@pytest.mark.parametrize("module", [*STAGES.values(), "shared.tools.bench.threaded"])
+def test_a_refused_connect_is_no_connection(module: str) -> None:
+    """A try the server refused never had its connection, in every crawler: null."""
+    crawl = importlib.import_module(module).crawl
+    with socket.socket() as bound:  # bound and not listening: every connect is refused
+        bound.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{bound.getsockname()[1]}/"
+        timeline = Timeline()
+        with watching(timeline):
+            result = crawl([url], Options(max_tries=2, ignore_robots=True))
+    assert [(stat.url, stat.tries) for stat in result.fetches] == [(url, 2)]
+    assert result.fetches[0].error, "a refused connect is an error"
+    assert timeline.phases == [(url, 0.0, None)]
 
 
 @pytest.mark.parametrize(

@@ -257,3 +257,42 @@ def test_a_circle_or_a_hidden_import_is_named(
         assert problems == []
     else:
         assert any(expected in problem for problem in problems), problems
+
+
+# --- hooks only where a loop has them --------------------------------------------------------
+
+#: The lesson files that may name the observer: its protocol, and the one point each stage
+#: has to watch, as trio calls its instruments from its run loop alone: stage 1's loop before
+#: each callback, stage 2's Task before each step (its loop holds the observer), stage 3's
+#: aiohttp session, whose tracing an observer configures.
+OBSERVER_POINTS = {
+    "shared/observe.py",
+    "stage1_callbacks/loop.py",
+    "stage2_generators/loop.py",
+    "stage2_generators/tasks.py",
+    "shared/aiohttp_wire.py",
+}
+
+
+def names_the_observer(path: Path, root: Path = ROOT) -> list[str]:
+    """The lines of a lesson file outside the observer points that name the observer."""
+    if path.relative_to(root).as_posix() in OBSERVER_POINTS:
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    where = path.relative_to(root)
+    return [f"{where}:{n}: {line.strip()}" for n, line in enumerate(lines, 1) if "observ" in line]
+
+
+@pytest.mark.parametrize("package", STAGE_PACKAGES)
+def test_no_crawler_tells_an_observer(package: str) -> None:
+    """A stage's crawler.py has no line for its instruments: they watch the loop instead."""
+    found = names_the_observer(ROOT / package / "crawler.py")
+    assert not found, "a crawler tells its instruments itself:\n" + "\n".join(found)
+
+
+def test_a_planted_observer_call_is_named(tmp_path: Path) -> None:
+    """The check is not vacuous: a crawler that tells an observer is caught."""
+    (tmp_path / "stage1_callbacks").mkdir()
+    path = tmp_path / "stage1_callbacks" / "crawler.py"
+    path.write_text("if self.observer:\n    self.observer.connected(url)\n", encoding="utf-8")
+    assert len(names_the_observer(path, tmp_path)) == 2

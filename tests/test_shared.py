@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from shared import USER_AGENT, log
+from shared import USER_AGENT, log, observe
 from shared.crawling import BaseCrawler, Options, describe, host_key, root_url
 from shared.httpwire import _parse_head
 from shared.language import LOCALE_VARIABLES, chosen_language
@@ -322,15 +322,15 @@ def test_a_timeline_notes_when_each_url_was_queued_begun_connected_and_ended(
     assert crawler.begin("http://h/")  # queued at 0: a root
     now[0] = 1.0
     assert crawler.observer is timeline
-    crawler.observer.connected("http://h/")
-    crawler.observer.connected("http://elsewhere/")  # not in flight: ignored
+    timeline.connected("http://h/")
+    timeline.connected("http://elsewhere/")  # not in flight: ignored
     now[0] = 2.0
     items = crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)
     assert items == [("http://h/a", 10)]  # queued at 2.0
     now[0] = 2.5
     assert crawler.begin("http://h/a")
     now[0] = 3.0
-    crawler.observer.connected("http://h/a")  # the first try connects, then fails
+    timeline.connected("http://h/a")  # the first try connects, then fails
     assert not crawler.failed_try("http://h/a", 1, ConnectionResetError())
     now[0] = 3.5
     assert crawler.failed_try("http://h/a", 2, ConnectionRefusedError())  # never connected
@@ -364,6 +364,19 @@ def test_observers_hear_the_crawls_that_begin_while_they_watch() -> None:
         BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/x")
     BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/y")
     assert heard == ["outer http://h/", "inner http://h/", "outer http://h/x"]
+
+
+def test_stage_3s_session_gets_the_trace_configs_of_everyone_watching() -> None:
+    class Traced(Observer):
+        def __init__(self, traces: list[Any]) -> None:
+            self.traces = traces
+
+        def session_traces(self) -> list[Any]:
+            return self.traces
+
+    with watching(Traced(["a"])), watching(Observer(), Traced(["b", "c"])):
+        assert observe.observer is not None
+        assert observe.observer.session_traces() == ["a", "b", "c"]
 
 
 # --- robots.txt and TLS, the shared part ----------------------------------------------

@@ -97,8 +97,6 @@ class AsyncCrawler(Crawler):
         with socket.socket(family, socket.SOCK_STREAM) as plain:
             plain.setblocking(False)
             await wait(sock_connect(plain, sockaddr))  # suspends: until connected
-            if self.observer:
-                self.observer.connected(url)
             with tls_socket(plain, url, self.ssl_context) as sock:
                 if isinstance(sock, ssl.SSLSocket):
                     await wait(sock_handshake(sock))
@@ -114,7 +112,7 @@ class AsyncCrawler(Crawler):
 def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` with the `async def` crawler on stage 2's loop; return the result."""
     crawler = AsyncCrawler(roots, options)
-    loop = EventLoop(crawler.observer)
+    loop = EventLoop()
     main = Task(crawler.crawl(), name="crawl")  # type: ignore[arg-type]
     try:
         loop.run_until_complete(main)

@@ -18,6 +18,7 @@ import pytest
 from stage2_await import AsyncCrawler, wait
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
+from shared import observe
 from shared.crawling import Options
 from shared.observe import Observer, watching
 from shared.testsite import Site, serve
@@ -296,7 +297,7 @@ def test_the_trace_follows_each_step_down_the_chain_of_awaits(loop: EventLoop) -
     out = io.StringIO()
     with serve(site) as base_url, watching(Tracer(out)):  # what --trace does
         crawler = AsyncCrawler([base_url], Options(max_tasks=2, ignore_robots=True))
-        loop.observer = crawler.observer
+        loop.observer = observe.observer  # what a loop made in the block would take
         run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
     assert_matches_oracle(crawler.result(), site.expected(base_url, ignore_robots=True))
     chains = [line.split()[2] for line in out.getvalue().splitlines() if len(line.split()) > 2]

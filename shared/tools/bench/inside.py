@@ -51,8 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from shared.crawling import Options
-from shared.observe import Observer, watching
+from shared.observe import watching
 from shared.tools.bench.measure import SiteOptions, SiteServer, posix_only
+from shared.tools.instruments.connections import Connections
 
 Crawl = Callable[[Sequence[str], Options], Any]
 
@@ -247,7 +248,7 @@ def cpu(crawl: Crawl, pages: int, max_tasks: int, repeat: int, top: int) -> None
 # --------------------------------------------------------------------------- levels
 
 
-class LevelWatcher(Observer):
+class LevelWatcher(Connections):
     """Notes, per URL, its level and when it began and ended, in wall and CPU time."""
 
     def __init__(self) -> None:

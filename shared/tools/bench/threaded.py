@@ -31,6 +31,7 @@ from shared.report import CrawlResult
 from shared.resolver import Resolver
 from shared.responses import Response
 from shared.tools.cli import main
+from shared.tools.instruments.connections import tell_connected
 
 # What a try can fail with: refused, reset, unknown host, timed out (all OSError; a socket
 # timeout is TimeoutError), and a response that is not valid HTTP or ends too soon.
@@ -151,7 +152,7 @@ class Crawler(BaseCrawler):
             sock.connect(sockaddr)  # blocks: until connected
             if self.observer:  # someone watches (--timeline): connecting is over, reading begins
                 with self.lock:
-                    self.observer.connected(url)
+                    tell_connected(self.observer, url)
             if url.startswith("https:"):
                 # With blocking sockets TLS is one call: the handshake simply blocks too.
                 host = urlsplit(url).hostname

@@ -1,6 +1,7 @@
 """--timeline: when each fetch was queued, began, had its connection and ended.
 
-An :class:`~shared.observe.Observer`: a crawl that nobody times keeps none of this.  The
+An :class:`~shared.observe.Observer`: a crawl that nobody times keeps none of this.  When a
+try has its connection it learns as connections.py says.  The
 JSON a crawl writes with ``--timeline`` gets two lists, one entry per URL recorded, in
 the order they were recorded: ``timeline``, ``[url, start, end]``, and ``phases``,
 ``[url, queued, connected]``, in seconds since the crawl began.  ``queued`` is when the
@@ -15,14 +16,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from shared.observe import Observer
+from shared.tools.instruments.connections import Connections
 
 if TYPE_CHECKING:
     from shared.crawling import BaseCrawler
     from shared.report import CrawlResult
 
 
-class Timeline(Observer):
+class Timeline(Connections):
     """Note the times of each fetch of the crawls it watches, by the crawl's own clock."""
 
     def __init__(self) -> None:
