@@ -240,13 +240,16 @@ def test_a_workspace_started_in_chinese_gives_its_hints_in_chinese(
 # --- check --------------------------------------------------------------------------------
 
 
-def test_the_sentences_are_the_same_in_every_language_with_the_same_blanks() -> None:
+@pytest.mark.parametrize("table", ["tool", "tests"])
+def test_the_sentences_are_the_same_in_every_language_with_the_same_blanks(table: str) -> None:
+    """The tool's (messages.py) and the tests' (tests/exercises/reasons.toml)."""
+    sentences = SENTENCES if table == "tool" else messages.tests_sentences()
     blank = re.compile(r"\{(\w+)\}")
-    assert tuple(SENTENCES) == LANGUAGES
-    for lang, table in SENTENCES.items():
-        assert table.keys() == SENTENCES["en"].keys(), lang
-        for key, text in table.items():
-            assert set(blank.findall(text)) == set(blank.findall(SENTENCES["en"][key])), key
+    assert tuple(sentences) == LANGUAGES
+    for lang, said in sentences.items():
+        assert said.keys() == sentences["en"].keys(), lang
+        for key, text in said.items():
+            assert set(blank.findall(text)) == set(blank.findall(sentences["en"][key])), key
             assert lang == "en" or CJK.search(text), f"{lang} {key} is not translated"
 
 
@@ -393,14 +396,20 @@ def test_what_stops_a_student_s_verb_is_said_in_chinese_too(
     )
 
 
-def test_every_sentence_a_result_or_an_error_keeps_in_english_is_said_again() -> None:
-    """`again` finds each kept sentence's own template: none is mistaken for another."""
-    kept = [key for key in SENTENCES["en"] if key.startswith(KEPT)]
-    assert "error.lab-applied" in kept and "error.hunk-nowhere" in kept
+@pytest.mark.parametrize("table", ["tool", "tests"])
+def test_every_sentence_a_result_or_an_error_keeps_in_english_is_said_again(table: str) -> None:
+    """`again` finds each kept sentence's own template: none is mistaken for another, and a
+    test's sentence is found after the class of what it raised too."""
+    sentences = SENTENCES if table == "tool" else messages.tests_sentences()
+    kept = [key for key in sentences["en"] if table == "tests" or key.startswith(KEPT)]
+    assert "error.lab-applied" in kept or "s2-queue.join-never-woken" in kept
     for key in kept:
-        fields = {name: f"<{name}>" for name in re.findall(r"\{(\w+)\}", SENTENCES["en"][key])}
-        english = say("en", key, **fields)
-        assert again(english, "zh-CN") == say("zh-CN", key, **fields), key
+        fields = {name: f"<{name}>" for name in re.findall(r"\{(\w+)\}", sentences["en"][key])}
+        english, chinese = (sentences[lang][key].format(**fields) for lang in ("en", "zh-CN"))
+        assert again(english, "zh-CN") == chinese, key
+        if table == "tests":
+            raised = f"AssertionError: {english}"
+            assert again(raised, "zh-CN") == f"AssertionError: {chinese}", key
 
 
 @pytest.mark.parametrize(

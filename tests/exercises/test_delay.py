@@ -14,6 +14,7 @@ import socket
 import statistics
 
 import pytest
+from reasons import reason
 
 from shared.crawling import Options
 from shared.testsite import Site, serve
@@ -45,9 +46,8 @@ def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
     # shift by a connect's worth of time (one gap shrinks, the next grows).  So: the whole
     # span, and the typical gap, not the smallest one.
     span = arrived[-1] - arrived[0]
-    assert span >= len(gaps) * DELAY - SLACK, (
-        f"{len(arrived)} requests in {span:.3f} s, not {DELAY} s apart: a fetch must wait "
-        "delay_before(url) before it starts"
+    assert span >= len(gaps) * DELAY - SLACK, reason(
+        "delay.too-fast", count=len(arrived), span=f"{span:.3f}", delay=DELAY
     )
     assert statistics.median(gaps) >= DELAY - SLACK, (
         f"the requests came {[round(g, 3) for g in gaps]} s apart, not {DELAY} s"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from reasons import reason
 
 from shared.crawling import Options
 from shared.testsite import Site, loopback_hosts, serve_hosts
@@ -39,10 +40,7 @@ def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, i
             for s in result.fetches
             if s.error and (s.url not in expected or fields(s) != expected_fields(expected[s.url]))
         ]
-        assert not never or failed, (
-            f"{len(never)} URLs were never crawled, and no fetch failed: a URL that waits in its "
-            "host's line must be woken when a slot is free, even one left unused"
-        )
+        assert not never or failed, reason("per-host.never-woken", count=len(never))
         assert_matches_oracle(result, expected)
     return site.max_in_flight_by_host
 
@@ -52,9 +50,7 @@ def test_each_host_has_at_most_max_per_host_in_flight(package: str) -> None:
     """--max-tasks 6 --max-per-host 2 on three hosts: two at once on each, never three."""
     site = Site(pages=40, traps=False, latency=0.03)
     peaks = crawl_three_hosts(package, Options(max_tasks=6, max_per_host=2), site)
-    assert peaks == dict.fromkeys(HOSTS, 2), (
-        f"the hosts had {peaks} fetches at once at their busiest, not 2 each: --max-per-host 2"
-    )
+    assert peaks == dict.fromkeys(HOSTS, 2), reason("per-host.peaks", peaks=peaks, most=2)
     assert site.max_in_flight > 2, "the hosts were never busy together"
 
 
@@ -63,9 +59,7 @@ def test_no_url_is_lost_when_robots_txt_forbids_one_that_waited(package: str) ->
     """One at a time per host, 80 links at once, some forbidden: every URL gets its record."""
     site = Site(pages=81, fanout=80, traps=False, robots="rules", latency=0.005)
     peaks = crawl_three_hosts(package, Options(max_tasks=6, max_per_host=1), site)
-    assert peaks == dict.fromkeys(HOSTS, 1), (
-        f"the hosts had {peaks} fetches at once at their busiest, not 1 each: --max-per-host 1"
-    )
+    assert peaks == dict.fromkeys(HOSTS, 1), reason("per-host.peaks", peaks=peaks, most=1)
 
 
 @pytest.mark.parametrize("package", STAGES)

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from reasons import reason
 
 import stage1_callbacks
 from shared.crawling import BaseCrawler, Options
@@ -100,10 +101,7 @@ def test_a_link_starts_with_the_crawls_allowance_of_redirects() -> None:
     """The page was reached with 2 redirects left; its links get --max-redirect again."""
     c = crawler(max_redirect=5)
     items = c.record_response(ROOT + "moved", 2, Response(200, HTML, html("/next")), 1)
-    assert items == [(ROOT + "next", 5)], (
-        f"queued {items}: a link starts a new path, with the crawl's --max-redirect (5), not "
-        "what was left to the page"
-    )
+    assert items == [(ROOT + "next", 5)], reason("redirects.link-allowance", items=items)
 
 
 @pytest.mark.task(taskno=1)
@@ -219,9 +217,7 @@ def test_a_redirect_is_recorded_with_its_target_and_the_target_is_queued() -> No
     c = crawler()
     response = redirect(302, "new", html("/never"))
     items = c.record_response(ROOT + "old", 10, response, 1)
-    assert items == [(ROOT + "new", 9)], (
-        f"a redirect queued {items}, not its target with one redirect fewer"
-    )
+    assert items == [(ROOT + "new", 9)], reason("redirects.one-fewer", items=items)
     stat = record_of(c, ROOT + "old")
     assert (stat.status, stat.next_url, stat.error, stat.num_urls) == (
         302,
@@ -298,10 +294,7 @@ def test_two_redirects_to_one_target_queue_it_once() -> None:
     first = c.record_response(ROOT + "join-a", 10, redirect(301, "/joined"), 1)
     assert first == [(joined, 9)], f"the first redirect to /joined queued {first}"
     second = c.record_response(ROOT + "join-b", 10, redirect(307, "/joined#x"), 1)
-    assert second == [], (
-        f"the second redirect to /joined queued {second}: a target seen before is not queued "
-        "again (coalesce), so add each target to self.seen_urls"
-    )
+    assert second == [], reason("redirects.coalesce", items=second)
     assert record_of(c, ROOT + "join-a").next_url == joined, "join-a's record lost its target"
     assert record_of(c, ROOT + "join-b").next_url == joined, "join-b's record lost its target"
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import stage1_harness
+from reasons import reason
 from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, watch_crawls
 
 import stage1_callbacks
@@ -172,10 +173,7 @@ def test_start_returns_at_once_while_the_connection_is_still_being_made(
         assert took < 0.25, (
             f"start() took {took:.2f} s: it waited for the connection (a blocking socket?)"
         )
-        assert sock is not None, (
-            "start() kept no socket in self.sock: did connect() raise BlockingIOError, and"
-            " was that taken for a failure? On a non-blocking socket it means 'begun'."
-        )
+        assert sock is not None, reason("s1-connect.no-socket")
         assert not sock.getblocking(), "the socket must be non-blocking: sock.setblocking(False)"
         crawler.run()
     assert not crawler.errors, no_errors(crawler)
@@ -265,7 +263,7 @@ def test_a_refused_connect_is_a_failed_try_and_sends_nothing(
     url = closed_port_url()
     result = stage1_callbacks.crawl([url], Options(max_tries=2, ignore_robots=True))
     [stat] = result.fetches
-    assert not sent, "a refused connection went on to send the request: check SO_ERROR first"
+    assert not sent, reason("s1-connect.refused-sent")
     assert stat.status is None and stat.tries == 2, stat
     assert stat.error is not None and "ConnectionRefusedError" in stat.error, stat
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from reasons import reason
 
 from stage1_callbacks.loop import Callback, EventLoop
 
@@ -206,7 +207,7 @@ def test_a_socket_unregistered_earlier_in_the_same_turn_runs_nothing(
     one_peer.send(b"x")
     two_peer.send(b"x")
     loop.run_once()  # select() reports both; whichever runs first unregisters the other
-    assert len(seen) == 1, f"ran {seen}: a socket unregistered during the turn must not run"
+    assert len(seen) == 1, reason("s1-loop.unregistered-ran", seen=seen)
 
 
 # --- task 2: timers that are due --------------------------------------------------------
@@ -300,9 +301,7 @@ def test_a_timer_that_raises_goes_to_the_handler_and_the_others_still_run(
     loop.call_soon(bad)
     loop.call_soon(record, "after")
     run_once_keeping_errors_in(loop)
-    assert seen == ["after"], (
-        f"ran {seen}: every timer whose time has come should run, even after one that raised"
-    )
+    assert seen == ["after"], reason("s1-loop.timers-after-error", seen=seen)
     assert [(type(exc), callback) for exc, callback in caught] == [(ValueError, bad)], (
         f"the exception_handler got {caught}: the timer's ValueError should reach it, once"
     )
@@ -370,7 +369,7 @@ def test_a_timer_alone_is_run_on_time(loop: EventLoop, idle: None) -> None:
     took = timed_run_once(loop)
     assert seen == ["due"], f"run_once returned after {took:.2f} s without running the timer"
     assert took >= 0.15, f"run_once returned after {took:.2f} s: the timer was not due yet"
-    assert took < 1.5, f"select() slept {took:.2f} s past a timer due in 0.2 s"
+    assert took < 1.5, reason("s1-loop.overslept", took=f"{took:.2f}", due=0.2)
 
 
 @pytest.mark.task(taskno=3)
@@ -380,7 +379,7 @@ def test_a_cancelled_timer_does_not_cut_the_wait_short(loop: EventLoop, idle: No
     loop.call_later(0.3, record, "due")
     took = timed_run_once(loop)
     assert seen == ["due"], f"woke after {took:.2f} s and ran {seen}: drop cancelled timers first"
-    assert took < 1.5, f"select() slept {took:.2f} s past a timer due in 0.3 s"
+    assert took < 1.5, reason("s1-loop.overslept", took=f"{took:.2f}", due=0.3)
 
 
 @pytest.mark.task(taskno=3)

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from reasons import reason
 from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
@@ -52,8 +53,12 @@ def padded_requests(monkeypatch: pytest.MonkeyPatch, size: int) -> Callable[[str
 
 def errors(result: CrawlResult) -> str:
     """What went wrong in a crawl, from its records: one clause per failed fetch."""
-    failed = [f"{urlsplit(s.url).path} failed with {s.error}" for s in result.fetches if s.error]
-    return "; ".join(failed) or "no fetch failed"
+    failed = [
+        reason("crawl.failed-with", url=urlsplit(s.url).path, error=s.error)
+        for s in result.fetches
+        if s.error
+    ]
+    return "; ".join(failed) or reason("s1-read.no-failure")
 
 
 # --- no crawl hangs ------------------------------------------------------------------------
@@ -62,11 +67,7 @@ def errors(result: CrawlResult) -> str:
 @pytest.fixture(autouse=True)
 def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
     """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
-    why = (
-        "a fetch never finished, or a callback that keeps the loop to itself"
-        " (reading on while bytes pour in) kept the timers waiting"
-    )
-    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, why)
+    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, reason("s1-read.too-long"))
 
 
 # --- Task 1: _on_writable ----------------------------------------------------------------
@@ -95,10 +96,7 @@ def test_a_request_bigger_than_the_socket_buffer_goes_out_whole_in_pieces(
     received: list[bytes] = []
     with raw_server(lambda path: page("<p>big request</p>"), received) as base:
         stage1_callbacks.crawl([base], Options(ignore_robots=True, timeout=3, max_tries=1))
-    assert len(writable) > 1, (
-        f"_on_writable ran {len(writable)} time(s): no socket takes an 8 MiB request in one "
-        "send(); keep in self.unsent what it did not take, and wait to be writable again"
-    )
+    assert len(writable) > 1, reason("s1-read.one-send", count=len(writable))
     assert received, "the server received nothing"
     sent = received[0]
     assert len(sent) == len(request_bytes(base)), (
@@ -161,9 +159,8 @@ def test_a_response_that_arrives_in_pieces_is_put_together() -> None:
     with raw_server(lambda path: answers[path], pieces=5) as base:
         result = stage1_callbacks.crawl([base], NO_ROBOTS)
     records = by_path(result, base)
-    assert set(records) == {"/", "/next"}, (
-        f"the crawl recorded {sorted(records)}, not / and /next: {errors(result)}; read until "
-        "recv() would block, feeding the parser every chunk"
+    assert set(records) == {"/", "/next"}, reason(
+        "s1-read.pieces", records=sorted(records), errors=errors(result)
     )
     root = records["/"]
     body_size = len(answers["/"].partition(b"\r\n\r\n")[2])

@@ -16,6 +16,7 @@ import traceback
 from typing import Any
 
 import pytest
+from reasons import reason
 from stage1_harness import Harness, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
@@ -99,10 +100,7 @@ def test_a_callback_that_raises_with_its_socket_open_has_its_try_closed(
         try:
             result = stage1_callbacks.crawl([base], OPTIONS)
         except RuntimeError as exc:
-            pytest.fail(
-                f"{exc!r} came out of the crawl: the failed Fetcher's socket stayed registered "
-                "and its callback ran again; close its try with fetcher.close()"
-            )
+            pytest.fail(reason("s1-stack-ripping.came-out", error=repr(exc)))
     assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
     records = by_path(result, base)
     assert set(records) == {"/", "/a", "/b", "/c", "/e"}, f"the crawl recorded {sorted(records)}"
@@ -183,10 +181,7 @@ def test_an_exception_from_a_fetcher_no_longer_in_flight_is_raised_again() -> No
     except ValueError:
         pass
     except Exception as exc:
-        pytest.fail(
-            f"callback_failed raised {exc!r}: a Fetcher no longer in self.fetchers was "
-            "recorded already, so raise its exception again and record nothing"
-        )
+        pytest.fail(reason("s1-stack-ripping.recorded-twice", error=repr(exc)))
     else:
         pytest.fail("callback_failed swallowed the error of a Fetcher no longer in flight")
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 import stage1_harness
+from reasons import reason
 from stage1_harness import WatchedLoop, watch_crawls
 
 import stage1_callbacks
@@ -58,8 +59,7 @@ CRAWL_LIMIT_S = 5.0  # far above what a right answer takes; a wrong one may wait
 @pytest.fixture(autouse=True)
 def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
     """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
-    why = "when a fetch finishes, finished() must make room and call self.work() to start the next"
-    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, why)
+    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, reason("s1-work.never-next"))
 
 
 # --- the oracle's view of a record ---------------------------------------------------------
@@ -85,10 +85,7 @@ def test_work_starts_fetches_in_queue_order_up_to_max_tasks() -> None:
     try:
         crawler.work()
         assert list(crawler.fetchers) == urls[:3], "the first three, taken from the left"
-        assert queued(crawler) == urls[3:], (
-            f"{len(crawler.fetchers)} fetches started: at most max_tasks = 3, the rest wait in "
-            "the queue"
-        )
+        assert queued(crawler) == urls[3:], reason("s1-work.too-many", count=len(crawler.fetchers))
         crawler.work()
         assert list(crawler.fetchers) == urls[:3], "no room, so nothing more starts"
         crawler.end(urls[0])

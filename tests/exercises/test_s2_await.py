@@ -15,6 +15,7 @@ import traceback
 from typing import Any
 
 import pytest
+from reasons import reason
 from stage2_await import AsyncCrawler, wait
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
@@ -71,7 +72,7 @@ def test_await_does_not_pause_at_a_done_future(loop: EventLoop) -> None:
         value = finish(coro)
     except pytest.fail.Exception:
         coro.close()
-        pytest.fail("a done future must not pause its waiter: `await` yielded it")
+        pytest.fail(reason("s2-await.paused"))
     assert value == "ready", f"`await` on a done future must give its result, not {value!r}"
 
 
@@ -228,7 +229,7 @@ def test_cancel_lands_at_the_await_and_the_task_is_cancelled(loop: EventLoop) ->
     with pytest.raises(CancelledError):
         run(loop, task)
     assert cleaned == ["finally ran"], "cancel must land at the await, so finally blocks run"
-    assert task.cancelled(), "the task should be cancelled, not failed"
+    assert task.cancelled(), reason("s2-await.cancelled-not-failed")
 
 
 @pytest.mark.task(taskno=3)
@@ -262,7 +263,7 @@ def test_awaiting_asyncios_sleep_is_refused_with_what_was_yielded(loop: EventLoo
             f"the task must refuse what is not our Future by name, not say {error}"
         )
     else:
-        pytest.fail("the error must be thrown in at asyncio's yield: the coroutine went on")
+        pytest.fail(reason("s2-await.thrown-in"))
     names = [frame.name for frame in traceback.extract_tb(task.exception().__traceback__)]
     assert "foreign" in names and "sleep" in names, f"the error lands at the await: {names}"
 

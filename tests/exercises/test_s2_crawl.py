@@ -12,6 +12,7 @@ import time
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from shared.crawling import Options
@@ -43,18 +44,15 @@ class Watched(Crawler):
             raise
 
     def news(self) -> str:
-        """The first exception that ended a worker, as the start of a failure message."""
+        """The first exception that ended a worker, as a cause of the failure ("" if none)."""
         if not self.worker_errors:
             return ""
         error = self.worker_errors[0]
-        return f"a worker ended with {type(error).__name__}: {error}; then "
+        return reason("s2-crawl.worker-ended", error=f"{type(error).__name__}: {error}")
 
     def stuck(self) -> str:
-        """Why a crawl may never end, as the start of a failure message."""
-        return self.news() or (
-            "the queue's work never ended: a worker takes URL after URL, and each q.get() "
-            "needs its q.task_done(), even when the fetch raises; "
-        )
+        """Why a crawl may never end, as a cause of the failure."""
+        return self.news() or reason("s2-crawl.never-ended")
 
 
 def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
@@ -64,9 +62,7 @@ def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
 
 
 SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers
-NEVER_ENDED = (
-    "crawl() never returned: it joins the queue, then cancels each worker and waits for it; "
-)
+NEVER_ENDED = reason("s2-crawl.never-returned")
 
 
 def crawl_stand_in(loop: EventLoop, crawler: Crawler) -> None:

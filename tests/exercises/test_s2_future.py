@@ -13,6 +13,7 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
@@ -38,7 +39,7 @@ def test_set_result_settles_the_future_once(loop: EventLoop) -> None:
     fut.set_result(7)
     assert fut.done() and not fut.cancelled(), "after set_result the future is done"
     assert fut.result() == 7 and fut.exception() is None, "the future should hold its result"
-    with raises(InvalidStateError, "a second set_result must raise: a future settles once"):
+    with raises(InvalidStateError, reason("s2-future.settles-once")):
         fut.set_result(8)
     with raises(InvalidStateError, "set_exception on a done future must raise"):
         fut.set_exception(ValueError("too late"))
@@ -108,10 +109,8 @@ def test_a_callback_added_to_a_done_future_is_scheduled_too(loop: EventLoop) -> 
     except RuntimeError as exc:
         if isinstance(exc, NotImplementedError):
             raise
-        pytest.fail(f"{exc}: a callback added to a future already done must be scheduled, not kept")
-    assert seen == ["ready"], (
-        f"ran {seen}: a callback added to a future already done must be scheduled, not kept"
-    )
+        pytest.fail(reason("s2-future.late-callback", why=exc))
+    assert seen == ["ready"], reason("s2-future.late-callback", why=f"ran {seen}")
 
 
 @pytest.mark.task(taskno=2)
@@ -181,7 +180,7 @@ def test_yield_from_a_done_future_does_not_pause(loop: EventLoop) -> None:
     """Footnote 12: a future that is already done returns (or raises) without a pause."""
     done: Future[int] = Future()
     done.set_result(42)
-    with raises(StopIteration, "a future already done must not pause its waiter") as stop:
+    with raises(StopIteration, reason("s2-future.no-pause")) as stop:
         waiter(done).send(None)  # the very first send finishes the coroutine
     assert stop.value.value == 42, (
         f"`yield from future` gave {stop.value.value!r}, not the future's result"

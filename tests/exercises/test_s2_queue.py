@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine
@@ -17,7 +18,7 @@ from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.tasks import Task, sleep
 
-NOT_WOKEN = "a getter nobody wakes: put_nowait() wakes the futures in self._getters; "
+NOT_WOKEN = "a getter nobody wakes: put_nowait() wakes the futures in self._getters"
 
 T = TypeVar("T")
 
@@ -73,10 +74,7 @@ def test_a_getter_that_finds_the_item_gone_waits_again(loop: EventLoop) -> None:
         q.put_nowait(1)
         yield from sleep(0.01)
         assert got == [1], f"got {got}: one getter gets the one item"
-        assert [first.done(), second.done()].count(True) == 1, (
-            "both getters or neither finished: a getter woken for an item another took must "
-            "wait again (a while, not an if)"
-        )
+        assert [first.done(), second.done()].count(True) == 1, reason("s2-queue.if-not-while")
         q.put_nowait(2)
         yield from first
         yield from second
@@ -114,7 +112,7 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
 def test_task_done_counts_each_item_once(loop: EventLoop) -> None:
     """One task_done() per item put; one more is a bug, and says so with ValueError."""
     q: Queue[int] = Queue()
-    too_many = "task_done() with no unfinished item must raise ValueError"
+    too_many = reason("s2-queue.too-many-done")
     with raises(ValueError, too_many):
         q.task_done()  # nothing was put
     q.put_nowait(1)
@@ -133,7 +131,7 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
     q: Queue[int] = Queue()
     q.put_nowait(1)
     q.task_done()  # allowed: one item was put
-    with raises(ValueError, "task_done() with no unfinished item must raise ValueError"):
+    with raises(ValueError, reason("s2-queue.too-many-done")):
         q.task_done()
     assert run(loop, q.get()) == 1, "task_done() must not remove the item"
 
@@ -145,7 +143,7 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
 def test_join_returns_at_once_when_no_work_is_unfinished(loop: EventLoop) -> None:
     """Nothing put, or everything done: join() has nothing to wait for."""
     q: Queue[int] = Queue()
-    at_once = "join() waited with no unfinished work: it must return at once; "
+    at_once = "join() waited with no unfinished work: it must return at once"
     run(loop, q.join(), explain=lambda: at_once)
     q.put_nowait(1)
     run(loop, q.get())
@@ -175,7 +173,7 @@ def test_join_wakes_on_the_last_task_done_and_not_before(loop: EventLoop) -> Non
         yield from waiting
         assert joined == ["joined"], "join() did not return after the last task_done()"
 
-    never_woken = "join() was never woken: the last task_done() must wake the joiners; "
+    never_woken = reason("s2-queue.join-never-woken")
     run(loop, main(), explain=lambda: never_woken)
 
 

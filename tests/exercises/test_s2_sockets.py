@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine
@@ -23,7 +24,7 @@ from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
 Pair = tuple[socket.socket, socket.socket]  # two connected sockets
-WRITABLE = "a connect ends when the socket turns writable (not readable): wait for that; "
+WRITABLE = reason("s2-sockets.wait-writable")
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_recv_waits_until_the_data_arrives(loop: EventLoop, pair: Pair) -> None:
     assert run(loop, sock_recv(ours, 100)) == b"hello", (
         "sock_recv() should return the bytes the peer sent"
     )
-    assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
+    assert loop.remove_reader(ours) is False, reason("s2-sockets.still-reading")
 
 
 @pytest.mark.task(taskno=1)
@@ -115,7 +116,7 @@ def test_an_error_of_the_socket_call_is_raised_in_the_coroutine(
     theirs.close()
     with pytest.raises(OSError):  # BrokenPipeError or ConnectionResetError
         run(loop, sock_sendall(ours, b"anyone there?"))
-    assert loop.remove_writer(ours) is False, "the socket is still registered for writing"
+    assert loop.remove_writer(ours) is False, reason("s2-sockets.still-writing")
 
 
 @pytest.mark.task(taskno=1)
@@ -140,7 +141,7 @@ def test_a_call_that_would_block_waits_for_the_next_wake_up(loop: EventLoop, pai
         )
     assert outcome == "third time", f"the wait ended with {outcome!r}, not attempt()'s result"
     assert len(calls) == 3, f"attempt() ran {len(calls)} times, not 3"
-    assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
+    assert loop.remove_reader(ours) is False, reason("s2-sockets.still-reading")
 
 
 @pytest.mark.task(taskno=1)
@@ -190,7 +191,7 @@ def test_connect_to_a_listening_server(loop: EventLoop) -> None:
             assert run(loop, sock_recv(sock, 100)) == b"welcome", (
                 "the connected socket should read the server's welcome"
             )
-        assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
+        assert loop.remove_writer(sock) is False, reason("s2-sockets.still-writing")
 
 
 @pytest.mark.task(taskno=2)
@@ -198,13 +199,9 @@ def test_a_refused_connect_raises_connection_refused(loop: EventLoop) -> None:
     """Writable means the handshake ended, not that it worked: the error comes from SO_ERROR."""
     with socket.socket() as sock:
         sock.setblocking(False)
-        refused = (
-            "a refused connect must raise ConnectionRefusedError: writable means the handshake "
-            "ended, and SO_ERROR says how"
-        )
-        with raises(ConnectionRefusedError, refused):
+        with raises(ConnectionRefusedError, reason("s2-sockets.refused")):
             run(loop, sock_connect(sock, ("127.0.0.1", closed_port())), explain=lambda: WRITABLE)
-        assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
+        assert loop.remove_writer(sock) is False, reason("s2-sockets.still-writing")
 
 
 @pytest.mark.task(taskno=2)

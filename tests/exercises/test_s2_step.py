@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import (  # noqa: F401 (the fixture `loop`)
     cancel_one_that_catches_it,
     loop_fixture,
@@ -191,9 +192,7 @@ def test_the_chapters_bare_yield_of_a_future_receives_its_value(loop: EventLoop)
         return value  # type: ignore[no-any-return]
 
     outcome = run(loop, early_style())
-    assert outcome == "sent in", (
-        f"`value = yield future` got {outcome!r}: _wakeup must send the future's value too"
-    )
+    assert outcome == "sent in", reason("s2-step.value-lost", outcome=repr(outcome))
 
 
 # --- Task 3: _step throws: errors, cancellation, a bad yield, BaseExceptions, --trace ------------
@@ -283,9 +282,7 @@ def test_a_cancelled_future_cancels_the_task_waiting_for_it(loop: EventLoop) -> 
     task = Task(waiting())
     with raises(CancelledError, "a task whose future was cancelled should be cancelled"):
         run(loop, task)
-    assert task.cancelled(), (
-        "the task holds CancelledError as an exception: it should be cancelled, not failed"
-    )
+    assert task.cancelled(), reason("s2-step.cancelled-as-exception")
     assert events == ["finally"], f"the coroutine did {events}: its finally block should run"
 
 
@@ -348,10 +345,7 @@ def test_a_cancelled_task_may_wait_while_it_cleans_up(loop: EventLoop) -> None:
             return "cancelled again"
 
     outcome = run(loop, main())
-    assert outcome == "cleaned up", (
-        f"the task ended {outcome!r}: it was cancelled again while it cleaned up; a step that "
-        "throws CancelledError in must clear _must_cancel"
-    )
+    assert outcome == "cleaned up", reason("s2-step.cancelled-again", outcome=repr(outcome))
 
 
 @pytest.mark.task(taskno=3)

@@ -12,6 +12,7 @@ import time
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import (  # noqa: F401 (the fixture `loop`)
     cancel_one_that_catches_it,
     loop_fixture,
@@ -27,8 +28,8 @@ from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
 
-NOT_WOKEN = "cancel() must wake the task by cancelling the future it waits on; "
-OUTSIDE = "a cancel from outside the block must stay a CancelledError, even in the timer's turn"
+NOT_WOKEN = reason("s2-timeout.not-woken")
+OUTSIDE = reason("s2-timeout.outside")
 
 
 def live_timers(loop: EventLoop) -> int:

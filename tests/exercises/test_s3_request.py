@@ -15,6 +15,7 @@ from typing import TypeVar
 import aiohttp
 import pytest
 from aiohttp import web
+from reasons import reason
 
 import stage3_asyncio.crawler as stage3
 from shared import USER_AGENT
@@ -97,10 +98,7 @@ def get(*paths: str) -> tuple[list[Response], Pages]:
     try:
         return asyncio.run(served(pages, requests)), pages
     except TimeoutError:
-        pytest.fail(
-            f"request() was still reading after {LIMIT_S:g} s: a body with no end must be cut "
-            "off once it passes the cap, however long the server goes on"
-        )
+        pytest.fail(reason("s3-request.endless-body", seconds=f"{LIMIT_S:g}"))
 
 
 # --- Task 1: a GET and its whole response ---------------------------------------------------------
@@ -126,10 +124,7 @@ def test_a_page_comes_back_whole_with_lower_case_header_names() -> None:
 def test_a_redirect_is_returned_not_followed() -> None:
     """The crawler follows redirects itself: request() hands back the 301 and its Location."""
     (response,), pages = get("moved")
-    assert response.status == 301, (
-        f"the status is {response.status}, not the redirect's 301: aiohttp followed it; "
-        "pass allow_redirects=False, the crawler follows redirects itself"
-    )
+    assert response.status == 301, reason("s3-request.followed", status=response.status)
     assert response.headers.get("location") == "/page", "the redirect's location was lost"
     assert pages.requested == ["/moved"], "the redirect was followed"
 

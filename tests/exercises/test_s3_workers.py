@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 import pytest
+from reasons import reason
 
 from shared import USER_AGENT
 from shared.crawling import Options
@@ -36,10 +37,7 @@ def run(work: Coroutine[Any, Any, T], limit: float = LIMIT_S) -> T:
         try:
             return await asyncio.wait_for(work, limit)
         except TimeoutError:
-            pytest.fail(
-                f"still not done after {limit} s: once q.join() returns, crawl() cancels each "
-                "worker (they wait at q.get() forever) and gathers them"
-            )
+            pytest.fail(reason("s3-workers.never-cancelled", limit=limit))
 
     return asyncio.run(limited())
 
@@ -78,10 +76,7 @@ async def crawl(crawler: Watched) -> CrawlResult:
                 "page's error (record_bug) and takes the next URL"
             )
         elif now - last > STALL_S or now - start > CRAWL_LIMIT_S:
-            why = (
-                f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s; "
-                "each q.get() needs its q.task_done(), even when the fetch raises"
-            )
+            why = reason("s3-workers.stalled", count=recorded, seconds=STALL_S)
         if why:
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)

@@ -4,7 +4,9 @@
 what the tests and the crawlers print is data, and stays as it is.  Whatever a program
 reads (the results formats of `check --format`, the exit status) is the same in every
 language: the results keep each sentence in English, as `say("en", ...)` wrote it, and
-`again(text, lang)` says such a sentence anew when it is printed for a reader.  The
+`again(text, lang)` says such a sentence anew when it is printed for a reader.  It says
+the tests' sentences again too: a test fails with an English sentence of its own table,
+tests/exercises/reasons.toml, which has each one in every language (`TESTS`).  The
 plugin that bounds each test (tests/exercises/conftest.py) cannot import this tool, so
 its sentences about the limits are written there again; a test holds the two equal.
 """
@@ -12,7 +14,9 @@ its sentences about the limits are written there again; a test holds the two equ
 from __future__ import annotations
 
 import re
+import tomllib
 from functools import cache
+from pathlib import Path
 
 SENTENCES: dict[str, dict[str, str]] = {
     "en": {
@@ -192,6 +196,10 @@ SENTENCES: dict[str, dict[str, str]] = {
 #: was changed, what went wrong): `again` says them in the reader's language.
 KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.", "code.")
 FIELD = re.compile(r"\{(\w+)\}")
+#: The tests' own sentences: the repository's copy, or in a handout the handout's.
+TESTS = Path(__file__).resolve().parents[3] / "tests" / "exercises" / "reasons.toml"
+#: What a failure names before its sentence: an exception's class ("AssertionError: ").
+RAISED = re.compile(r"((?:[a-z_]\w*\.)*[A-Z]\w*: )(.*)", re.DOTALL)
 
 
 def say(lang: str, key: str, **fields: object) -> str:
@@ -200,13 +208,46 @@ def say(lang: str, key: str, **fields: object) -> str:
 
 
 @cache
+def tests_sentences() -> dict[str, dict[str, str]]:
+    """The tests' sentences by language, as SENTENCES has the tool's ({} without the file)."""
+    try:
+        with TESTS.open("rb") as file:
+            table = tomllib.load(file)
+    except OSError:
+        return {}
+    by_lang: dict[str, dict[str, str]] = {}
+    for key, said in table.items():
+        for lang, text in said.items():
+            by_lang.setdefault(lang, {})[key] = text
+    return by_lang
+
+
+@cache
+def _templates() -> list[tuple[str, str, str]]:
+    """Every English sentence `again` says anew, as (table, key, template): the tool's kept
+    ones and the tests', the most words first, so that "{why}: ..." is tried last."""
+    found = [("tool", k, t) for k, t in SENTENCES["en"].items() if k.startswith(KEPT)]
+    found += [("tests", k, t) for k, t in tests_sentences().get("en", {}).items()]
+    return sorted(found, key=lambda entry: -len(FIELD.sub("", entry[2])))
+
+
+def _said(table: str, lang: str, key: str, fields: dict[str, str]) -> str:
+    """A template of ``table`` in ``lang``, its blanks filled."""
+    sentences = SENTENCES if table == "tool" else tests_sentences()
+    return sentences[lang][key].format(**fields)
+
+
+@cache
 def _pattern(template: str) -> re.Pattern[str]:
     """A regular expression that matches what the English template says: its blanks, groups."""
     pieces = FIELD.split(template)  # text, name, text, name, ..., text
-    parts = [
-        re.escape(piece) if index % 2 == 0 else f"(?P<{piece}>.+?)"
-        for index, piece in enumerate(pieces)
-    ]
+    parts, named = [], set()
+    for index, piece in enumerate(pieces):
+        if index % 2 == 0:
+            parts.append(re.escape(piece))
+        else:  # a blank the sentence fills twice holds the same text twice
+            parts.append(f"(?P={piece})" if piece in named else f"(?P<{piece}>.+?)")
+            named.add(piece)
     return re.compile("".join(parts), re.DOTALL)
 
 
@@ -214,12 +255,23 @@ def again(text: str, lang: str) -> str:
     """A sentence of the tool's, kept in English, said in ``lang``; any other text as it is.
 
     Its blanks are said again too: "not run: the whole check was stopped after 9 s" is one
-    sentence inside another.  A test's own failure ("AssertionError: ...") is data.
+    sentence inside another.  A test's sentence may follow the class of what it raised
+    ("AssertionError: ..."), which stays.  Text no table has (what Python or the code
+    under test said) stays as it is.
     """
     if lang == "en":
         return text
-    for key, template in SENTENCES["en"].items():
-        if key.startswith(KEPT) and (match := _pattern(template).fullmatch(text)):
+    raised = RAISED.fullmatch(text)
+    if raised and (said := _again(raised[2], lang, tables=("tests",))) is not None:
+        return raised[1] + said
+    said = _again(text, lang, tables=("tool", "tests"))
+    return text if said is None else said
+
+
+def _again(text: str, lang: str, tables: tuple[str, ...]) -> str | None:
+    """``text`` said in ``lang`` by the first template of ``tables`` it is, or None."""
+    for table, key, template in _templates():
+        if table in tables and (match := _pattern(template).fullmatch(text)):
             fields = {name: again(value, lang) for name, value in match.groupdict().items()}
-            return say(lang, key, **fields)
-    return text
+            return _said(table, lang, key, fields)
+    return None

@@ -26,7 +26,7 @@ from shared.tools.language import LANGUAGES
 
 MARKER = ".exercise.json"
 PACKAGES = ("shared", *STAGES.values())
-SHARED_FILES = ("pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py")
+SHARED_FILES = manifest.JUDGING  # pytest's settings, the conftest files, the tests' sentences
 BACKUP = ".before-solve"  # where solve keeps the files it changed, as they were
 #: Where workspaces go by default, and the hint counts of exercises without one.
 OUT = ROOT / "out" / "exercises"
