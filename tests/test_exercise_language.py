@@ -85,7 +85,7 @@ def test_list_in_chinese_gives_the_chinese_ideas_and_summaries_aligned_by_displa
     assert main(["list", "--lang", "zh-CN"]) == 0
     lines = capsys.readouterr().out.splitlines()
     heads = [line for line in lines if line and not line.startswith(" ")]
-    assert heads[-1] == "开始一个练习：nox -s exercise -- start NAME"
+    assert heads[-1] == "开始一个练习：nox -s exercise -- start NAME --lang zh-CN"
     rows = heads[:-1]
     assert [row.split()[0] for row in rows] == [e.name for e in exercises]
     for row, exercise in zip(rows, exercises, strict=True):
@@ -304,7 +304,7 @@ def test_check_speaks_chinese_and_its_results_and_status_do_not_change(
     assert screen.startswith("任务 1：未通过 - NotImplementedError: exercise s1-loop: write ")
     assert "s1-loop：1 个任务中通过了 0 个，得分 0/1" in screen
     again = f"nox -s exercise -- check s1-loop --in {folder} --task 1 --verbose"
-    assert f"（每个测试自己的报告：{again}）" in screen  # the same folder, the same task
+    assert f"（查看每个测试的详细报告：{again}）" in screen  # the same folder, the same task
     english_status, english = check(folder, "--lang", "en")
     screen = capsys.readouterr().out
     assert screen.startswith("task 1: FAILED - NotImplementedError: ")

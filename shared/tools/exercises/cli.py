@@ -184,7 +184,8 @@ def show_list(names_only: bool, lang: str = "en") -> None:
         print(pad(exercise.name, width) + pad(exercise.stage, stage_width) + exercise.idea_in(lang))
         for line in wrap_columns(exercise.summary_in(lang), SUMMARY_COLUMNS):
             print(" " * 4 + line)
-    print("\n" + say(lang, "list.start", command=f"{COMMAND} start NAME"))
+    start = f"{COMMAND} start NAME" + (f" --lang {lang}" if lang != "en" else "")
+    print("\n" + say(lang, "list.start", command=start))
 
 
 def exercise_named(name: str) -> Exercise:
