@@ -129,6 +129,11 @@ def parser() -> argparse.ArgumentParser:
     made = verbs.add_parser("handout", help="a workspace ready to publish as a student repository")
     made.add_argument("name", metavar="NAME")
     made.add_argument("dir", type=Path, metavar="DIR", help="a new or empty folder")
+    made.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        help="the language the handout's tool speaks (default: each student's locale)",
+    )
     grade = verbs.add_parser("grade", help="re-grade student folders with the repository's tests")
     grade.add_argument("name", metavar="NAME")
     grade.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
@@ -280,11 +285,11 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-def do_handout(exercise: Exercise, folder: Path) -> int:
+def do_handout(exercise: Exercise, folder: Path, lang: str | None = None) -> int:
     """`handout`: the workspace as a repository for students, with its workflow."""
     if workspace.in_handout():
         raise Usage("make handouts from the repository: a handout cannot make another")
-    made = handout.make(exercise, folder)
+    made = handout.make(exercise, folder, lang)
     print(f"handout of {exercise.name}: {made}")
     print(f"publish it as the assignment's template repository; its workflow: {handout.WORKFLOW}")
     return 0
@@ -390,7 +395,7 @@ def run(args: argparse.Namespace) -> int:
         if args.verb == "hint":
             return do_hint(exercise, args.lang, args.folder)
         if args.verb == "handout":
-            return do_handout(exercise, args.dir)
+            return do_handout(exercise, args.dir, args.lang)
         if args.verb == "grade":
             return do_grade(exercise, args)
         return do_solve(exercise, args.folder, args.task)
