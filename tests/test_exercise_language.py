@@ -235,6 +235,17 @@ def test_a_workspace_started_in_chinese_gives_its_hints_in_chinese(
     assert f"提示 {total}/{total}：" in said
     assert f"s2-future 没有更多提示了；下面是全部 {total} 条：" in said
     assert exercise.hints[0] not in said
+    # `solve` speaks the workspace's language too, and so does an emptied function's error.
+    folder = workspace.default_workspace("s2-future")
+    stub = workspace.stub_message(exercise, "Future.result")
+    assert again(f"NotImplementedError: {stub}", "zh-CN") == (
+        "NotImplementedError: 练习 s2-future：写出 Future.result（见 INSTRUCTIONS.md）"
+    )
+    for _ in range(2):
+        assert main(["solve", "s2-future"]) == 0
+    said = capsys.readouterr().out
+    assert f"参考答案已放进 {folder}；原来的内容保存在 .before-solve/ 中" in said
+    assert f"{folder} 里已经是参考答案：什么也没有改" in said
 
 
 # --- check --------------------------------------------------------------------------------
@@ -301,7 +312,7 @@ def test_check_speaks_chinese_and_its_results_and_status_do_not_change(
     status, chinese = check(folder)  # the workspace's language: Chinese
     screen = capsys.readouterr().out
     assert status == 1
-    assert screen.startswith("任务 1：未通过 - NotImplementedError: exercise s1-loop: write ")
+    assert screen.startswith("任务 1：未通过 - NotImplementedError: 练习 s1-loop：写出 ")
     assert "s1-loop：1 个任务中通过了 0 个，得分 0/1" in screen
     again = f"nox -s exercise -- check s1-loop --in {folder} --task 1 --verbose"
     assert f"（查看每个测试的详细报告：{again}）" in screen  # the same folder, the same task

@@ -8,10 +8,11 @@ passed), 1 when a check found a failed task, 2 when the command could not do its
 already, tests that did not run, an unknown --lang) or when a file that judges the
 exercise was changed.
 
-`list`, `start`, `check`, `hint` and `lab` speak English or Chinese (messages.py):
+`list`, `start`, `check`, `hint`, `solve` and `lab` speak English or Chinese (messages.py):
 `--lang zh-CN`, else the language the workspace was started in, else Chinese where the
-locale says so.  What the tests and the crawlers print stays as it is, and so do the
-results formats.  The teachers' verbs (`solve`, `handout`, `grade`) speak English.
+locale says so.  `check` says the tests' reasons in that language too (their table is
+tests/exercises/reasons.toml); what the crawlers print stays as it is, and so do the
+results formats.  The teachers' verbs (`handout`, `grade`) speak English.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ def parser() -> argparse.ArgumentParser:
     solve.add_argument("name", metavar="NAME")
     solve.add_argument("--in", dest="folder", type=Path, metavar="DIR")
     solve.add_argument("--task", type=int, metavar="N", help="only task N's reference")
+    add_lang(solve)
     labs = verbs.add_parser("lab", help="the labs: make a lab's change, or take it back")
     labs.add_argument("action", choices=["list", "apply", "undo"])
     labs.add_argument("name", metavar="NAME", nargs="?", help="01, or 01-forget-task-done")
@@ -348,23 +350,28 @@ def do_hint(exercise: Exercise, given: str | None = None, where: Path | None = N
     return 0
 
 
-def do_solve(exercise: Exercise, given: Path | None, task: int | None = None) -> int:
-    """`solve`: the reference bodies in (all, or task ``task``'s), the diff out."""
+def do_solve(
+    exercise: Exercise, given: Path | None, task: int | None = None, lang: str | None = None
+) -> int:
+    """`solve`: the reference bodies in (all, or task ``task``'s), the diff out, said in the
+    reader's language (``lang``, else the workspace's, else the locale's)."""
     if workspace.in_handout():
         raise Usage("the reference solution is not in a handout: solve from the repository")
     folder, how = folder_of(exercise.name, given)
     workspace.require_workspace(exercise, folder, how)
     tasks = answers.load(exercise).tasks
     if task is not None and task not in tasks:
-        raise Usage(f"{exercise.name} has no task {task}; its tasks: {', '.join(map(str, tasks))}")
+        numbers = ", ".join(map(str, tasks))
+        raise Usage(say("en", "error.no-task", name=exercise.name, task=task, tasks=numbers))
+    said = speaking(lang, folder)
     diff, notes = workspace.solve(exercise, folder, task)
     for note in notes:
-        print(f"note: {note}")
+        print(say(said, "solve.note", note=note))
     if not diff:
-        print(f"{folder} already has the reference solution: nothing changed")
+        print(say(said, "solve.nothing", folder=folder))
         return 0
     print(diff, end="")
-    print(f"\nthe reference solution is in {folder}; what was there is in {workspace.BACKUP}/")
+    print("\n" + say(said, "solve.done", folder=folder, backup=workspace.BACKUP))
     return 0
 
 
@@ -398,7 +405,7 @@ def run(args: argparse.Namespace) -> int:
             return do_handout(exercise, args.dir, args.lang)
         if args.verb == "grade":
             return do_grade(exercise, args)
-        return do_solve(exercise, args.folder, args.task)
+        return do_solve(exercise, args.folder, args.task, args.lang)
     except Usage as error:
         lang = speaking(getattr(args, "lang", None))
         print(again(str(error), lang), file=sys.stderr)

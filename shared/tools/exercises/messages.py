@@ -33,6 +33,12 @@ SENTENCES: dict[str, dict[str, str]] = {
         "hint.no-more": "no more hints for {name}; here are all {total}:",
         "hint.each": "hint {number}: {text}",
         "hint.all-passed": "every task of {name} passed at the last check: no hint needed",
+        # solve
+        "solve.note": "note: {note}",
+        "solve.nothing": "{folder} already has the reference solution: nothing changed",
+        "solve.done": "the reference solution is in {folder}; what was there is in {backup}/",
+        # what an emptied function raises (in the student's file, so kept in English)
+        "stub.write": "exercise {name}: write {function} (see INSTRUCTIONS.md)",
         # check: a line per task, the files changed, the problems, the score
         "task.passed": "task {number}: passed",
         "task.failed": "task {number}: FAILED - {reason}",
@@ -124,6 +130,10 @@ SENTENCES: dict[str, dict[str, str]] = {
         "hint.no-more": "{name} 没有更多提示了；下面是全部 {total} 条：",
         "hint.each": "提示 {number}：{text}",
         "hint.all-passed": "上次检查时 {name} 的每个任务都通过了：不需要提示",
+        "solve.note": "注意：{note}",
+        "solve.nothing": "{folder} 里已经是参考答案：什么也没有改",
+        "solve.done": "参考答案已放进 {folder}；原来的内容保存在 {backup}/ 中",
+        "stub.write": "练习 {name}：写出 {function}（见 INSTRUCTIONS.md）",
         "task.passed": "任务 {number}：通过",
         "task.failed": "任务 {number}：未通过 - {reason}",
         "task.failed-of": (
@@ -194,7 +204,7 @@ SENTENCES: dict[str, dict[str, str]] = {
 
 #: The sentences a result or an error keeps in English (why a task failed, which file
 #: was changed, what went wrong): `again` says them in the reader's language.
-KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.", "code.")
+KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.", "code.", "stub.")
 FIELD = re.compile(r"\{(\w+)\}")
 #: The tests' own sentences: the repository's copy, or in a handout the handout's.
 TESTS = Path(__file__).resolve().parents[3] / "tests" / "exercises" / "reasons.toml"
@@ -261,17 +271,18 @@ def again(text: str, lang: str) -> str:
     """
     if lang == "en":
         return text
-    raised = RAISED.fullmatch(text)
-    if raised and (said := _again(raised[2], lang, tables=("tests",))) is not None:
+    raised = RAISED.fullmatch(text)  # a test's sentence, or an emptied function's
+    if raised and (said := _again(raised[2], lang, tables=("tests", "stub"))) is not None:
         return raised[1] + said
-    said = _again(text, lang, tables=("tool", "tests"))
+    said = _again(text, lang, tables=("tool", "tests", "stub"))
     return text if said is None else said
 
 
 def _again(text: str, lang: str, tables: tuple[str, ...]) -> str | None:
     """``text`` said in ``lang`` by the first template of ``tables`` it is, or None."""
     for table, key, template in _templates():
-        if table in tables and (match := _pattern(template).fullmatch(text)):
+        kind = "stub" if key.startswith("stub.") else table
+        if kind in tables and (match := _pattern(template).fullmatch(text)):
             fields = {name: again(value, lang) for name, value in match.groupdict().items()}
             return _said(table, lang, key, fields)
     return None

@@ -66,7 +66,7 @@ def write_marker(folder: Path, data: dict[str, Any]) -> None:
 
 def stub_message(exercise: Exercise, qualname: str) -> str:
     """The NotImplementedError message an emptied function raises."""
-    return f"exercise {exercise.name}: write {qualname} (see INSTRUCTIONS.md)"
+    return say("en", "stub.write", name=exercise.name, function=qualname)
 
 
 def emptied(exercise: Exercise) -> dict[str, str]:
