@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import re
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.tools.exercises import catalog, messages, workspace
+from shared.tools.exercises import catalog, cli, messages, workspace
 from shared.tools.exercises.cli import main
 from shared.tools.exercises.messages import KEPT, SENTENCES, again, say
 from shared.tools.language import CLOSING, LANGUAGES, display_width, pad, wrap_columns
@@ -470,3 +471,24 @@ def test_the_tool_s_sentences_come_from_one_table() -> None:
     ):
         assert sentence not in code, sentence
         assert any(sentence in text for text in messages.SENTENCES["en"].values())
+
+
+def test_every_verb_s_help_is_in_chinese_under_zh_cn_whichever_side_of_the_verb_lang_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    top = cli.parser("zh-CN")
+    (verbs,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    parsers = [top, *verbs.choices.values()]
+    english = [
+        f"{parser.prog}: {action.option_strings or action.dest}: {action.help}"
+        for parser in parsers
+        for action in parser._actions
+        if action.help and action.help != argparse.SUPPRESS and not CJK.search(action.help)
+    ]
+    assert not english, "help in English under zh-CN:\n" + "\n".join(english)
+    for argv in (["--lang", "zh-CN", "--help"], ["check", "--help", "--lang=zh-CN"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert capsys.readouterr().out.startswith("用法："), argv
+    assert main(["--lang", "zh-CN", "list"]) == 0  # before the verb, it is the verb's
+    assert capsys.readouterr().out.rstrip().endswith("start NAME --lang zh-CN")
