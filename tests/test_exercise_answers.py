@@ -287,7 +287,15 @@ def test_the_instructors_guide_is_the_one_its_command_makes() -> None:
 
 #: The exercises whose every assert speaks from tests/exercises/reasons.toml, in English and
 #: Chinese (the two of the 90-minute lesson); the others' wrong answers of the catalogue do.
-SAID_IN_EVERY_LANGUAGE = ("test_s2_future.py", "test_s2_queue.py", "test_s2_step.py")
+SAID_IN_EVERY_LANGUAGE = (
+    "test_s1_loop.py",
+    "test_s2_future.py",
+    "test_s2_step.py",
+    "test_s2_sockets.py",
+    "test_s2_queue.py",
+    "test_s2_crawl.py",
+    "test_s2_await.py",
+)
 
 
 def test_every_assert_of_the_exercises_tests_says_what_went_wrong() -> None:
