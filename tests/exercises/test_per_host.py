@@ -32,7 +32,7 @@ def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, i
     crawl = importlib.import_module(package).crawl
     with serve_hosts(site, HOSTS) as bases:
         result = crawl(bases, options)
-        assert not result.interrupted, "the crawl was interrupted"
+        assert not result.interrupted, reason("per-host.the-crawl-was-interrupted")
         expected = site.expected(bases)
         never = set(expected) - result.urls
         failed = [
@@ -51,7 +51,7 @@ def test_each_host_has_at_most_max_per_host_in_flight(package: str) -> None:
     site = Site(pages=40, traps=False, latency=0.03)
     peaks = crawl_three_hosts(package, Options(max_tasks=6, max_per_host=2), site)
     assert peaks == dict.fromkeys(HOSTS, 2), reason("per-host.peaks", peaks=peaks, most=2)
-    assert site.max_in_flight > 2, "the hosts were never busy together"
+    assert site.max_in_flight > 2, reason("per-host.the-hosts-were-never-busy")
 
 
 @pytest.mark.parametrize("package", STAGES)
@@ -67,4 +67,4 @@ def test_without_max_per_host_a_host_may_have_every_fetch(package: str) -> None:
     """No --max-per-host: the limit is --max-tasks, and one host does get more than 2."""
     site = Site(pages=40, traps=False, latency=0.03)
     peaks = crawl_three_hosts(package, Options(max_tasks=6), site)
-    assert max(peaks.values()) > 2, "a limit where none was asked for"
+    assert max(peaks.values()) > 2, reason("per-host.a-limit-where-none-was")
