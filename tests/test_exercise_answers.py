@@ -2,7 +2,8 @@
 
 For every exercise (each has a file in shared/tools/exercises/teachers/exercises/):
 - every wrong answer of its catalogue, made in a solved workspace, fails the check of
-  its task with the words the catalogue names;
+  its task with the words the catalogue names, and `check --lang zh-CN` says that reason
+  in Chinese, with no English sentence outside the code it quotes;
 - `solve --task N`, for N = 1, 2, ..., gives a workspace that passes exactly tasks 1..N:
   no task's tests need a later task's code;
 - every assert of its tests carries a message, so no failure reads as a bare comparison;
@@ -41,6 +42,11 @@ from shared.tools.exercises.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 TASK_LINE = re.compile(r"^task (\d+): (passed|FAILED)(?: - (.*))?$", re.MULTILINE)
+#: What a task's line adds after its reason when the task has several tests.
+TESTS_FAILED = re.compile(r" \(\d+ of \d+ tests failed\)$")
+#: What a Chinese sentence may quote in English: code in backticks or quotes, a URL.
+QUOTED = re.compile(r"`[^`]*`|'[^']*'|\"[^\"]*\"|https?://\S+")
+WORD = re.compile(r"[A-Za-z]+[,;:.?!]?")  # an English word, not a name from the code
 # Seconds a test may take: the tool's default.  No wrong answer here should need the limit,
 # but s1-read's reads-until-it-would-block keeps its test 8 s (the flood the test pours),
 # and a busy machine adds more: with 10 s, the limit came first.
@@ -50,6 +56,22 @@ TIME_LIMIT = "20"
 def exercise_names() -> list[str]:
     """Every exercise, in the chapter's order."""
     return [exercise.name for exercise in catalog.all_exercises()]
+
+
+def english_in(text: str) -> list[str]:
+    """The English phrases (three words or more in a row) of ``text``, outside what it quotes.
+
+    A name from the code (self.sock, q.get(), max_tasks = 3, --max-per-host) is no word.
+    """
+    phrases, run = [], []
+    for token in [*QUOTED.sub(" ", text).split(), ""]:
+        if WORD.fullmatch(token):
+            run.append(token)
+            continue
+        if len(run) >= 3:
+            phrases.append(" ".join(run))
+        run = []
+    return phrases
 
 
 def verdicts(output: str) -> dict[int, tuple[str, str]]:
@@ -194,7 +216,12 @@ def test_every_wrong_answer_fails_its_task_with_the_words_that_name_it(
             path.write_text(solved, encoding="utf-8")
         if verdict != "FAILED" or mistake.says not in reason:
             wrong.append(f"{mistake.name}: task {mistake.task} {verdict} - {reason!r}")
-    assert not wrong, f"{name}: wrong answers the check does not name:\n" + "\n".join(wrong)
+        said = checking.TaskResult(mistake.task, False, [TESTS_FAILED.sub("", reason)])
+        if english := english_in(said.line("zh-CN")):
+            wrong.append(f"{mistake.name}: English under zh-CN {english}: {said.line('zh-CN')}")
+    assert not wrong, f"{name}: wrong answers the check does not name (in both languages):\n" + (
+        "\n".join(wrong)
+    )
 
 
 @pytest.mark.slow
@@ -259,13 +286,22 @@ def test_the_instructors_guide_is_the_one_its_command_makes() -> None:
 
 
 def test_every_assert_of_the_exercises_tests_says_what_went_wrong() -> None:
-    """A failed assert without a message reads `assert None == 42`: no sentence for a student."""
+    """A failed assert without a message reads `assert None == 42`: no sentence for a student.
+    And the sentence is a reason(...) of tests/exercises/reasons.toml, in every language."""
     bare = []
     for path in sorted((ROOT / "tests" / "exercises").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Assert) and node.msg is None:
+            said = node.msg if isinstance(node, ast.Assert) else None
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("pytest.fail", "raises"):
+                said = node.args[-1] if node.args and path.name != "conftest.py" else None
+                said = None if isinstance(said, ast.Name) else said  # a reason passed on
+            if isinstance(node, ast.Assert) and said is None:
                 bare.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    assert not bare, "asserts without a message:\n" + "\n".join(bare)
+            elif said is not None and not (
+                isinstance(said, ast.Call) and ast.unparse(said.func) == "reason"
+            ):
+                bare.append(f"{path.relative_to(ROOT)}:{node.lineno} (not a reason(...))")
+    assert not bare, "asserts without a sentence of the table:\n" + "\n".join(bare)
 
 
 @pytest.mark.usefixtures("in_process")

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import re
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.tools.exercises import catalog, messages, workspace
+from shared.tools.exercises import catalog, cli, messages, workspace
 from shared.tools.exercises.cli import main
 from shared.tools.exercises.messages import KEPT, SENTENCES, again, say
 from shared.tools.language import CLOSING, LANGUAGES, display_width, pad, wrap_columns
@@ -85,7 +86,7 @@ def test_list_in_chinese_gives_the_chinese_ideas_and_summaries_aligned_by_displa
     assert main(["list", "--lang", "zh-CN"]) == 0
     lines = capsys.readouterr().out.splitlines()
     heads = [line for line in lines if line and not line.startswith(" ")]
-    assert heads[-1] == "开始一个练习：nox -s exercise -- start NAME"
+    assert heads[-1] == "开始一个练习：nox -s exercise -- start NAME --lang zh-CN"
     rows = heads[:-1]
     assert [row.split()[0] for row in rows] == [e.name for e in exercises]
     for row, exercise in zip(rows, exercises, strict=True):
@@ -235,18 +236,32 @@ def test_a_workspace_started_in_chinese_gives_its_hints_in_chinese(
     assert f"提示 {total}/{total}：" in said
     assert f"s2-future 没有更多提示了；下面是全部 {total} 条：" in said
     assert exercise.hints[0] not in said
+    # `solve` speaks the workspace's language too, and so does an emptied function's error.
+    folder = workspace.default_workspace("s2-future")
+    stub = workspace.stub_message(exercise, "Future.result")
+    assert again(f"NotImplementedError: {stub}", "zh-CN") == (
+        "NotImplementedError: 练习 s2-future：写出 Future.result（见 INSTRUCTIONS.md）"
+    )
+    for _ in range(2):
+        assert main(["solve", "s2-future"]) == 0
+    said = capsys.readouterr().out
+    assert f"参考答案已放进 {folder}；原来的内容保存在 .before-solve/ 中" in said
+    assert f"{folder} 里已经是参考答案：什么也没有改" in said
 
 
 # --- check --------------------------------------------------------------------------------
 
 
-def test_the_sentences_are_the_same_in_every_language_with_the_same_blanks() -> None:
+@pytest.mark.parametrize("table", ["tool", "tests"])
+def test_the_sentences_are_the_same_in_every_language_with_the_same_blanks(table: str) -> None:
+    """The tool's (messages.py) and the tests' (tests/exercises/reasons.toml)."""
+    sentences = SENTENCES if table == "tool" else messages.tests_sentences()
     blank = re.compile(r"\{(\w+)\}")
-    assert tuple(SENTENCES) == LANGUAGES
-    for lang, table in SENTENCES.items():
-        assert table.keys() == SENTENCES["en"].keys(), lang
-        for key, text in table.items():
-            assert set(blank.findall(text)) == set(blank.findall(SENTENCES["en"][key])), key
+    assert tuple(sentences) == LANGUAGES
+    for lang, said in sentences.items():
+        assert said.keys() == sentences["en"].keys(), lang
+        for key, text in said.items():
+            assert set(blank.findall(text)) == set(blank.findall(sentences["en"][key])), key
             assert lang == "en" or CJK.search(text), f"{lang} {key} is not translated"
 
 
@@ -298,10 +313,10 @@ def test_check_speaks_chinese_and_its_results_and_status_do_not_change(
     status, chinese = check(folder)  # the workspace's language: Chinese
     screen = capsys.readouterr().out
     assert status == 1
-    assert screen.startswith("任务 1：未通过 - NotImplementedError: exercise s1-loop: write ")
+    assert screen.startswith("任务 1：未通过 - NotImplementedError: 练习 s1-loop：写出 ")
     assert "s1-loop：1 个任务中通过了 0 个，得分 0/1" in screen
     again = f"nox -s exercise -- check s1-loop --in {folder} --task 1 --verbose"
-    assert f"（每个测试自己的报告：{again}）" in screen  # the same folder, the same task
+    assert f"（查看每个测试的详细报告：{again}）" in screen  # the same folder, the same task
     english_status, english = check(folder, "--lang", "en")
     screen = capsys.readouterr().out
     assert screen.startswith("task 1: FAILED - NotImplementedError: ")
@@ -393,14 +408,20 @@ def test_what_stops_a_student_s_verb_is_said_in_chinese_too(
     )
 
 
-def test_every_sentence_a_result_or_an_error_keeps_in_english_is_said_again() -> None:
-    """`again` finds each kept sentence's own template: none is mistaken for another."""
-    kept = [key for key in SENTENCES["en"] if key.startswith(KEPT)]
-    assert "error.lab-applied" in kept and "error.hunk-nowhere" in kept
+@pytest.mark.parametrize("table", ["tool", "tests"])
+def test_every_sentence_a_result_or_an_error_keeps_in_english_is_said_again(table: str) -> None:
+    """`again` finds each kept sentence's own template: none is mistaken for another, and a
+    test's sentence is found after the class of what it raised too."""
+    sentences = SENTENCES if table == "tool" else messages.tests_sentences()
+    kept = [key for key in sentences["en"] if table == "tests" or key.startswith(KEPT)]
+    assert "error.lab-applied" in kept or "s2-queue.join-never-woken" in kept
     for key in kept:
-        fields = {name: f"<{name}>" for name in re.findall(r"\{(\w+)\}", SENTENCES["en"][key])}
-        english = say("en", key, **fields)
-        assert again(english, "zh-CN") == say("zh-CN", key, **fields), key
+        fields = {name: f"<{name}>" for name in re.findall(r"\{(\w+)\}", sentences["en"][key])}
+        english, chinese = (sentences[lang][key].format(**fields) for lang in ("en", "zh-CN"))
+        assert again(english, "zh-CN") == chinese, key
+        if table == "tests":
+            raised = f"AssertionError: {english}"
+            assert again(raised, "zh-CN") == f"AssertionError: {chinese}", key
 
 
 @pytest.mark.parametrize(
@@ -450,3 +471,24 @@ def test_the_tool_s_sentences_come_from_one_table() -> None:
     ):
         assert sentence not in code, sentence
         assert any(sentence in text for text in messages.SENTENCES["en"].values())
+
+
+def test_every_verb_s_help_is_in_chinese_under_zh_cn_whichever_side_of_the_verb_lang_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    top = cli.parser("zh-CN")
+    (verbs,) = [a for a in top._actions if isinstance(a, argparse._SubParsersAction)]
+    parsers = [top, *verbs.choices.values()]
+    english = [
+        f"{parser.prog}: {action.option_strings or action.dest}: {action.help}"
+        for parser in parsers
+        for action in parser._actions
+        if action.help and action.help != argparse.SUPPRESS and not CJK.search(action.help)
+    ]
+    assert not english, "help in English under zh-CN:\n" + "\n".join(english)
+    for argv in (["--lang", "zh-CN", "--help"], ["check", "--help", "--lang=zh-CN"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        assert capsys.readouterr().out.startswith("用法："), argv
+    assert main(["--lang", "zh-CN", "list"]) == 0  # before the verb, it is the verb's
+    assert capsys.readouterr().out.rstrip().endswith("start NAME --lang zh-CN")

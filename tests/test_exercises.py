@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from shared import STAGES
-from shared.tools.exercises import catalog, checking, workspace
+from shared.tools.exercises import catalog, checking, manifest, workspace
 from shared.tools.exercises.bodies import (
     KEEPS_A_GENERATOR,
     body_text,
@@ -185,7 +185,7 @@ def test_start_makes_the_workspace_described(
     folder = start("s1-loop", tmp_path / "ws", capsys)
     assert workspace.read_marker(folder) == {"exercise": "s1-loop", "hints_shown": 0, "lang": "en"}
     assert (folder / "INSTRUCTIONS.md").read_bytes() == exercise.instructions.read_bytes()
-    for path in ["pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py"]:
+    for path in manifest.JUDGING:  # pytest's settings, the conftest files, the sentences
         assert (folder / path).read_bytes() == (ROOT / path).read_bytes()
     assert (folder / exercise.tests).is_file()
     assert not (folder / "shared" / "tools" / "exercises").exists(), (

@@ -28,9 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from shared.tools.exercises import catalog, checking, handout, manifest, reports
+from shared.tools.exercises import catalog, checking, handout, manifest, reports, workspace
 from shared.tools.exercises.bodies import put_bodies
 from shared.tools.exercises.cli import main
+from shared.tools.language import LANGUAGES
 
 pytestmark = pytest.mark.usefixtures("english_tool")  # the tool's sentences, in English
 
@@ -289,13 +290,13 @@ def test_every_format_goes_to_its_output_and_the_text_to_the_screen(
 
 
 def run_tool(
-    folder: Path, argv: list[str], python: str = sys.executable
+    folder: Path, argv: list[str], python: str = sys.executable, **env: str
 ) -> subprocess.CompletedProcess[str]:
     """Run the handout's own copy of the tool, in the handout, as a student would."""
     return subprocess.run(
         [python, "-m", "shared.tools.exercises", *argv],
         cwd=folder,
-        env=dict(os.environ, PYTHONPATH=""),
+        env=dict(os.environ, PYTHONPATH="", **env),
         capture_output=True,
         text=True,
         timeout=600,
@@ -308,9 +309,9 @@ def test_a_handout_is_a_repository_for_students(
     exercise = catalog.named("s1-loop")
     folder = tmp_path / "handout"
     assert main(["handout", "s1-loop", str(folder)]) == 0
+    pages = ["README.md", "INSTRUCTIONS.md", "README.zh-CN.md", "INSTRUCTIONS.zh-CN.md"]
     for path in [
-        "README.md",
-        "INSTRUCTIONS.md",
+        *pages,
         "requirements.txt",
         ".gitignore",
         handout.WORKFLOW,
@@ -321,7 +322,7 @@ def test_a_handout_is_a_repository_for_students(
     for package in ["aiohttp", "lxml", "pytest", "pytest-asyncio", "trustme"]:
         assert any(re.match(rf"{package}\b(?![-\w])", line) for line in wanted), package
     # No command that cannot run there: no nox, and every module named is in the handout.
-    for page in ["README.md", "INSTRUCTIONS.md"]:
+    for page in pages:
         text = (folder / page).read_text(encoding="utf-8")
         assert "nox" not in text and "out/exercises" not in text, page
         for module in re.findall(r"python -m ([\w.]+)", text):
@@ -354,6 +355,11 @@ def test_a_handout_is_a_repository_for_students(
     ran = run_tool(folder, ["hint", "s1-loop"])  # the handout is its own workspace
     assert ran.returncode == 0 and ran.stdout.startswith("hint 1 of ")
     assert json.loads((folder / ".exercise.json").read_text())["hints_shown"] == 1
+    # No language recorded: a Chinese locale gets the Chinese hints; `handout --lang` records one.
+    ran = run_tool(folder, ["hint", "s1-loop"], LANG="zh_CN.UTF-8")
+    assert ran.returncode == 0 and ran.stdout.startswith("提示 2/"), ran.stdout
+    assert main(["handout", "s1-loop", str(tmp_path / "zh"), "--lang", "zh-CN"]) == 0
+    assert workspace.language(tmp_path / "zh") == "zh-CN"
     ran = run_tool(folder, ["solve", "s1-loop"])
     assert ran.returncode == 2 and "not in a handout" in ran.stderr
     for verb in (["grade", "s1-loop", "."], ["handout", "s1-loop", "elsewhere"]):
@@ -367,9 +373,11 @@ def test_a_handout_is_a_repository_for_students(
 @pytest.mark.parametrize("name", NAMES)
 def test_every_exercise_s_instructions_are_rewritten_for_the_handout(name: str) -> None:
     """No nox, no out/, and each `python -m` names a module the handout has."""
-    text = handout.rewrite(catalog.named(name).instructions.read_text(encoding="utf-8"))
-    assert "nox" not in text and "out/exercises" not in text
-    assert "python -m shared.tools.exercises check " + name in " ".join(text.split())
+    exercise = catalog.named(name)
+    for lang in LANGUAGES:
+        text = handout.rewrite(exercise.instructions_in(lang).read_text(encoding="utf-8"))
+        assert "nox" not in text and "out/exercises" not in text, lang
+        assert "python -m shared.tools.exercises check " + name in " ".join(text.split())
     for module in set(re.findall(r"python -m ([\w.]+)", text)):
         as_path = ROOT / module.replace(".", "/")
         assert as_path.with_suffix(".py").is_file() or (as_path / "__main__.py").is_file()

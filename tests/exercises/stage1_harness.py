@@ -14,6 +14,7 @@ from collections import defaultdict, deque
 from typing import Any
 
 import pytest
+from reasons import reason
 
 from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
@@ -42,7 +43,11 @@ class WatchedLoop(EventLoop):
 
     def expire_after(self, limit: float, why: str = "") -> None:
         """Raise CrawlTooLong out of the loop after ``limit`` seconds, saying ``why`` too."""
-        message = f"the crawl had not ended after {limit} s" + (f": {why}" if why else "")
+        message = (
+            reason("harness.crawl-too-long", limit=limit, why=why)
+            if why
+            else reason("harness.crawl-too-long-alone", limit=limit)
+        )
 
         def expire() -> None:
             raise CrawlTooLong(message)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 
 from shared import log
 from stage2_generators.futures import CancelledError, Coroutine, Future
@@ -60,11 +61,16 @@ class LoopErrors:
         self.handed_on(record)
 
     def first(self) -> str:
-        """The first exception, as the start of a failure message ("" if there is none)."""
+        """The first exception, as a cause of the failure ("" if there is none)."""
         if not self.errors:
             return ""
         error = self.errors[0]
-        return f"a callback of the loop raised {type(error).__name__}: {error}; then "
+        return reason("loop.callback-raised", error=f"{type(error).__name__}: {error}")
+
+
+def causes(*known: str) -> str:
+    """What is known of why the work never ended, one clause after another ("" if nothing)."""
+    return "; ".join(clause for clause in known if clause)
 
 
 def run(
@@ -89,8 +95,9 @@ def run(
         while not future.done():
             left = deadline - time.monotonic()
             if left <= 0:
-                cause = explain() + errors.first()
-                pytest.fail(f"{cause}still not done after {limit} s: was a wake-up lost?")
+                cause = causes(explain(), errors.first())
+                late = "loop.late" if cause else "loop.late-alone"
+                pytest.fail(reason(late, cause=cause, limit=limit))
             timers = any(not handle._cancelled for _, _, handle in loop._scheduled)
             busy = timers or loop._selector.get_map()
             watchdog = loop.call_later(left, lambda: None) if busy else None
@@ -99,8 +106,9 @@ def run(
             except RuntimeError as exc:
                 if "deadlock" not in str(exc):
                     raise
-                cause = explain() + errors.first()
-                pytest.fail(f"{cause}nothing is left that could finish it ({exc})")
+                cause = causes(explain(), errors.first())
+                stuck = "loop.stuck" if cause else "loop.stuck-alone"
+                pytest.fail(reason(stuck, cause=cause, why=exc))
             finally:
                 if watchdog is not None:
                     watchdog.cancel()
@@ -121,7 +129,7 @@ def raises(kind: type[E], why: str) -> Iterator[pytest.ExceptionInfo[E]]:
     except pytest.fail.Exception as failed:
         if "DID NOT RAISE" not in str(failed):
             raise
-        pytest.fail(f"{why} (no {kind.__name__} came out)", pytrace=False)
+        pytest.fail(reason("loop.nothing-raised", why=why, kind=kind.__name__), pytrace=False)
 
 
 def cancel_one_that_catches_it() -> Coroutine[tuple[str, bool]]:

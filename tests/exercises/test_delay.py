@@ -14,6 +14,7 @@ import socket
 import statistics
 
 import pytest
+from reasons import reason
 
 from shared.crawling import Options
 from shared.testsite import Site, serve
@@ -45,12 +46,11 @@ def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
     # shift by a connect's worth of time (one gap shrinks, the next grows).  So: the whole
     # span, and the typical gap, not the smallest one.
     span = arrived[-1] - arrived[0]
-    assert span >= len(gaps) * DELAY - SLACK, (
-        f"{len(arrived)} requests in {span:.3f} s, not {DELAY} s apart: a fetch must wait "
-        "delay_before(url) before it starts"
+    assert span >= len(gaps) * DELAY - SLACK, reason(
+        "delay.too-fast", count=len(arrived), span=f"{span:.3f}", delay=DELAY
     )
-    assert statistics.median(gaps) >= DELAY - SLACK, (
-        f"the requests came {[round(g, 3) for g in gaps]} s apart, not {DELAY} s"
+    assert statistics.median(gaps) >= DELAY - SLACK, reason(
+        "delay.the-requests-came-s-apart", value1=[round(g, 3) for g in gaps], value3=DELAY
     )
 
 
@@ -63,7 +63,9 @@ def test_a_try_again_waits_its_turn_too(package: str) -> None:
         root = f"http://127.0.0.1:{probe.getsockname()[1]}/"
     result = crawl([root], Options(max_tries=3, delay=DELAY))
     tries = {stat.url: stat.tries for stat in result.fetches}
-    assert tries == {root + "robots.txt": 3, root: 3}, f"the tries were {tries}, not 3 of each"
-    assert result.elapsed_s >= 5 * DELAY - SLACK, (
-        f"6 tries in {result.elapsed_s:.3f} s: every try waits its turn, {DELAY} s apart"
+    assert tries == {root + "robots.txt": 3, root: 3}, reason(
+        "delay.the-tries-were-not-3", tries=tries
+    )
+    assert result.elapsed_s >= 5 * DELAY - SLACK, reason(
+        "delay.6-tries-in-s-every", value1=f"{result.elapsed_s:.3f}", value3=DELAY
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from reasons import reason
 
 from shared.crawling import Options
 from shared.testsite import Site, loopback_hosts, serve_hosts
@@ -31,7 +32,7 @@ def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, i
     crawl = importlib.import_module(package).crawl
     with serve_hosts(site, HOSTS) as bases:
         result = crawl(bases, options)
-        assert not result.interrupted, "the crawl was interrupted"
+        assert not result.interrupted, reason("per-host.the-crawl-was-interrupted")
         expected = site.expected(bases)
         never = set(expected) - result.urls
         failed = [
@@ -39,10 +40,7 @@ def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, i
             for s in result.fetches
             if s.error and (s.url not in expected or fields(s) != expected_fields(expected[s.url]))
         ]
-        assert not never or failed, (
-            f"{len(never)} URLs were never crawled, and no fetch failed: a URL that waits in its "
-            "host's line must be woken when a slot is free, even one left unused"
-        )
+        assert not never or failed, reason("per-host.never-woken", count=len(never))
         assert_matches_oracle(result, expected)
     return site.max_in_flight_by_host
 
@@ -52,10 +50,8 @@ def test_each_host_has_at_most_max_per_host_in_flight(package: str) -> None:
     """--max-tasks 6 --max-per-host 2 on three hosts: two at once on each, never three."""
     site = Site(pages=40, traps=False, latency=0.03)
     peaks = crawl_three_hosts(package, Options(max_tasks=6, max_per_host=2), site)
-    assert peaks == dict.fromkeys(HOSTS, 2), (
-        f"the hosts had {peaks} fetches at once at their busiest, not 2 each: --max-per-host 2"
-    )
-    assert site.max_in_flight > 2, "the hosts were never busy together"
+    assert peaks == dict.fromkeys(HOSTS, 2), reason("per-host.peaks", peaks=peaks, most=2)
+    assert site.max_in_flight > 2, reason("per-host.the-hosts-were-never-busy")
 
 
 @pytest.mark.parametrize("package", STAGES)
@@ -63,9 +59,7 @@ def test_no_url_is_lost_when_robots_txt_forbids_one_that_waited(package: str) ->
     """One at a time per host, 80 links at once, some forbidden: every URL gets its record."""
     site = Site(pages=81, fanout=80, traps=False, robots="rules", latency=0.005)
     peaks = crawl_three_hosts(package, Options(max_tasks=6, max_per_host=1), site)
-    assert peaks == dict.fromkeys(HOSTS, 1), (
-        f"the hosts had {peaks} fetches at once at their busiest, not 1 each: --max-per-host 1"
-    )
+    assert peaks == dict.fromkeys(HOSTS, 1), reason("per-host.peaks", peaks=peaks, most=1)
 
 
 @pytest.mark.parametrize("package", STAGES)
@@ -73,4 +67,4 @@ def test_without_max_per_host_a_host_may_have_every_fetch(package: str) -> None:
     """No --max-per-host: the limit is --max-tasks, and one host does get more than 2."""
     site = Site(pages=40, traps=False, latency=0.03)
     peaks = crawl_three_hosts(package, Options(max_tasks=6), site)
-    assert max(peaks.values()) > 2, "a limit where none was asked for"
+    assert max(peaks.values()) > 2, reason("per-host.a-limit-where-none-was")

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from reasons import reason
 
 import stage1_callbacks
 from shared.crawling import BaseCrawler, Options
@@ -42,7 +43,9 @@ def html(*hrefs: str) -> bytes:
 def record_of(crawler: BaseCrawler, url: str) -> FetchStatistic:
     """The crawler's one record for url."""
     records = [stat for stat in crawler.result().fetches if stat.url == url]
-    assert len(records) == 1, f"{len(records)} records for {url}: {records}"
+    assert len(records) == 1, reason(
+        "redirects.records-for", records_count=len(records), url=url, records=records
+    )
     return records[0]
 
 
@@ -66,18 +69,18 @@ def test_a_page_is_recorded_and_its_links_are_queued() -> None:
     c = crawler()
     body = html("/a", "b", "/a#again", "http://other.example/", "mailto:x@other.example")
     items = c.record_response(ROOT, 10, Response(200, HTML, body), 2)
-    assert items == [(ROOT + "a", 10), (ROOT + "b", 10)], (
-        f"queued {items}: each distinct link in scope once, sorted, with --max-redirect"
+    assert items == [(ROOT + "a", 10), (ROOT + "b", 10)], reason(
+        "redirects.queued-each-distinct-link-in", items=items
     )
     stat = record_of(c, ROOT)
-    assert (stat.status, stat.next_url, stat.error, stat.tries) == (200, None, None, 2), (
-        f"the page was recorded as {stat}"
+    assert (stat.status, stat.next_url, stat.error, stat.tries) == (200, None, None, 2), reason(
+        "redirects.the-page-was-recorded-as", stat=stat
     )
     assert (stat.content_type, stat.encoding, stat.size) == ("text/html", "utf-8", len(body)), (
-        f"the page was recorded as {stat}: its media type, charset and body size"
+        reason("redirects.the-page-was-recorded-as-2", stat=stat)
     )
-    assert (stat.num_urls, stat.num_new_urls) == (2, 2), (
-        f"the record counts {stat.num_urls} links and {stat.num_new_urls} new, not 2 and 2"
+    assert (stat.num_urls, stat.num_new_urls) == (2, 2), reason(
+        "redirects.the-record-counts-links-and", value1=stat.num_urls, value3=stat.num_new_urls
     )
 
 
@@ -86,12 +89,10 @@ def test_links_seen_before_are_not_queued_again() -> None:
     c = crawler()
     c.record_response(ROOT, 10, Response(200, HTML, html("/a", "/b")), 1)
     items = c.record_response(ROOT + "a", 10, Response(200, HTML, html("/", "/b", "/c")), 1)
-    assert items == [(ROOT + "c", 10)], (
-        f"only the links not yet in self.seen_urls are queued, not {items}"
-    )
+    assert items == [(ROOT + "c", 10)], reason("redirects.only-the-links-not-yet", items=items)
     stat = record_of(c, ROOT + "a")
-    assert (stat.num_urls, stat.num_new_urls) == (3, 1), (
-        f"the record counts {stat.num_urls} links and {stat.num_new_urls} new, not 3 and 1"
+    assert (stat.num_urls, stat.num_new_urls) == (3, 1), reason(
+        "redirects.the-record-counts-links-and-2", value1=stat.num_urls, value3=stat.num_new_urls
     )
 
 
@@ -100,10 +101,7 @@ def test_a_link_starts_with_the_crawls_allowance_of_redirects() -> None:
     """The page was reached with 2 redirects left; its links get --max-redirect again."""
     c = crawler(max_redirect=5)
     items = c.record_response(ROOT + "moved", 2, Response(200, HTML, html("/next")), 1)
-    assert items == [(ROOT + "next", 5)], (
-        f"queued {items}: a link starts a new path, with the crawl's --max-redirect (5), not "
-        "what was left to the page"
-    )
+    assert items == [(ROOT + "next", 5)], reason("redirects.link-allowance", items=items)
 
 
 @pytest.mark.task(taskno=1)
@@ -113,9 +111,11 @@ def test_the_body_is_decoded_with_its_charset() -> None:
     body = '<a href="/caf\xe9">caf\xe9</a>'.encode("latin-1")
     headers = {"content-type": "text/html; charset=latin-1"}
     items = c.record_response(ROOT, 10, Response(200, headers, body), 1)
-    assert items == [(ROOT + "caf%C3%A9", 10)], f"queued {items}: decode with the charset given"
+    assert items == [(ROOT + "caf%C3%A9", 10)], reason(
+        "redirects.queued-decode-with-the-charset", items=items
+    )
     encoding = record_of(c, ROOT).encoding
-    assert encoding == "iso8859-1", f"the page was decoded as {encoding}, not its iso8859-1"
+    assert encoding == "iso8859-1", reason("redirects.the-page-was-decoded-as", encoding=encoding)
 
 
 @pytest.mark.task(taskno=1)
@@ -134,15 +134,17 @@ def test_an_error_page_is_recorded_and_not_read_for_links() -> None:
     c = crawler()
     body = html("/never")
     items = c.record_response(ROOT + "missing", 10, Response(404, HTML, body), 1)
-    assert items == [], f"a 404 queued {items}: only a 200 is read for links"
+    assert items == [], reason("redirects.a-404-queued-only-a", items=items)
     stat = record_of(c, ROOT + "missing")
     assert (stat.status, stat.content_type, stat.size, stat.error) == (
         404,
         "text/html",
         len(body),
         None,
-    ), f"the 404 was recorded as {stat}: status, type and size, no error"
-    assert (stat.encoding, stat.num_urls) == (None, 0), f"the 404 was read for links: {stat}"
+    ), reason("redirects.the-404-was-recorded-as", stat=stat)
+    assert (stat.encoding, stat.num_urls) == (None, 0), reason(
+        "redirects.the-404-was-read-for", stat=stat
+    )
 
 
 @pytest.mark.parametrize(
@@ -154,13 +156,17 @@ def test_bodies_of_types_that_are_not_parsed_are_not_read(content_type: str | No
     headers = {"content-type": content_type} if content_type else {}
     body = b'<a href="/never">not a link here</a>'
     items = c.record_response(ROOT + "file", 10, Response(200, headers, body), 1)
-    assert items == [], f"a body of type {content_type} queued {items}: it is not read"
+    assert items == [], reason(
+        "redirects.a-body-of-type-queued", content_type=content_type, items=items
+    )
     stat = record_of(c, ROOT + "file")
     media_type = content_type.split(";")[0] if content_type else None
-    assert (stat.status, stat.content_type, stat.size) == (200, media_type, len(body)), (
-        f"recorded as {stat}: status, type and size"
+    assert (stat.status, stat.content_type, stat.size) == (200, media_type, len(body)), reason(
+        "redirects.recorded-as-status-type-and", stat=stat
     )
-    assert (stat.encoding, stat.num_urls) == (None, 0), f"the body was read for links: {stat}"
+    assert (stat.encoding, stat.num_urls) == (None, 0), reason(
+        "redirects.the-body-was-read-for", stat=stat
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -168,13 +174,17 @@ def test_a_body_too_large_is_recorded_with_an_error() -> None:
     c = crawler()
     response = Response(200, HTML, b"", too_large=True)
     items = c.record_response(ROOT + "huge", 10, response, 1)
-    assert items == [], f"a body too large queued {items}"
+    assert items == [], reason("redirects.a-body-too-large-queued", items=items)
     stat = record_of(c, ROOT + "huge")
-    assert stat.status == 200 and stat.content_type == "text/html", f"recorded as {stat}"
-    assert stat.error is not None and stat.size is None, (
-        f"a body too large is recorded with an error, and no size: {stat}"
+    assert stat.status == 200 and stat.content_type == "text/html", reason(
+        "redirects.recorded-as", stat=stat
     )
-    assert (stat.encoding, stat.num_urls) == (None, 0), f"a body too large was read: {stat}"
+    assert stat.error is not None and stat.size is None, reason(
+        "redirects.a-body-too-large-is", stat=stat
+    )
+    assert (stat.encoding, stat.num_urls) == (None, 0), reason(
+        "redirects.a-body-too-large-was", stat=stat
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -185,10 +195,10 @@ def test_a_robots_txt_is_obeyed_and_never_read_for_links() -> None:
     c.begin_robots(robots)
     body = b"User-agent: *\nDisallow: /private/\n" + html("/from-robots")
     items = c.record_response(robots, 0, Response(200, HTML, body), 1)
-    assert items == [], f"a robots.txt queued {items}: learn its rules, never read it for links"
-    assert record_of(c, robots).status == 200, "the robots.txt was not recorded as its 200"
-    assert not c.begin(ROOT + "private/page"), "the rules were learned"
-    assert c.begin(ROOT + "public/page"), "the rules forbid a page they allow"
+    assert items == [], reason("redirects.a-robots-txt-queued-learn", items=items)
+    assert record_of(c, robots).status == 200, reason("redirects.the-robots-txt-was-not")
+    assert not c.begin(ROOT + "private/page"), reason("redirects.the-rules-were-learned")
+    assert c.begin(ROOT + "public/page"), reason("redirects.the-rules-forbid-a-page")
 
 
 @pytest.mark.task(taskno=2)
@@ -197,8 +207,8 @@ def test_a_robots_txt_that_redirects_is_not_followed() -> None:
     robots = ROOT + "robots.txt"
     c.begin_robots(robots)
     items = c.record_response(robots, 10, redirect(301, "/elsewhere.txt"), 1)
-    assert items == [], f"a robots.txt's redirect queued {items}: it is never followed"
-    assert c.begin(ROOT + "any/page"), "a robots.txt that is not a 200 allows everything"
+    assert items == [], reason("redirects.a-robots-txt-s-redirect", items=items)
+    assert c.begin(ROOT + "any/page"), reason("redirects.a-robots-txt-that-is")
 
 
 @pytest.mark.task(taskno=2)
@@ -219,16 +229,14 @@ def test_a_redirect_is_recorded_with_its_target_and_the_target_is_queued() -> No
     c = crawler()
     response = redirect(302, "new", html("/never"))
     items = c.record_response(ROOT + "old", 10, response, 1)
-    assert items == [(ROOT + "new", 9)], (
-        f"a redirect queued {items}, not its target with one redirect fewer"
-    )
+    assert items == [(ROOT + "new", 9)], reason("redirects.one-fewer", items=items)
     stat = record_of(c, ROOT + "old")
     assert (stat.status, stat.next_url, stat.error, stat.num_urls) == (
         302,
         ROOT + "new",
         None,
         0,
-    ), f"the redirect was recorded as {stat}: its status and target, not read for links"
+    ), reason("redirects.the-redirect-was-recorded-as", stat=stat)
 
 
 @pytest.mark.task(taskno=3)
@@ -245,19 +253,22 @@ def test_every_redirect_status_is_followed_to_its_normalised_target() -> None:
     for status, (location, path) in locations.items():
         url = f"{ROOT}r/{status}"
         items = c.record_response(url, 3, redirect(status, location), 1)
-        assert items == [(ROOT + path, 2)], (
-            f"a {status} to {location!r} queued {items}, not its normalised target, one "
-            "redirect fewer"
+        assert items == [(ROOT + path, 2)], reason(
+            "redirects.a-to-queued-not-its", status=status, location=repr(location), items=items
         )
-        assert record_of(c, url).next_url == ROOT + path, f"the {status}'s record lost its target"
+        assert record_of(c, url).next_url == ROOT + path, reason(
+            "redirects.the-s-record-lost-its", status=status
+        )
 
 
 @pytest.mark.task(taskno=3)
 def test_a_redirect_with_no_redirects_left_is_recorded_but_not_followed() -> None:
     c = crawler()
     items = c.record_response(ROOT + "old", 0, redirect(301, "/new"), 1)
-    assert items == [], f"with no redirects left, a redirect queued {items}"
-    assert record_of(c, ROOT + "old").next_url == ROOT + "new", "the record still says where"
+    assert items == [], reason("redirects.with-no-redirects-left-a", items=items)
+    assert record_of(c, ROOT + "old").next_url == ROOT + "new", reason(
+        "redirects.the-record-still-says-where"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -265,17 +276,19 @@ def test_a_redirect_off_the_site_is_recorded_but_not_followed() -> None:
     c = crawler()
     away = "http://other.example/elsewhere"
     items = c.record_response(ROOT + "away", 10, redirect(302, away), 1)
-    assert items == [], f"a redirect to another host queued {items}: it is out of scope"
-    assert record_of(c, ROOT + "away").next_url == away, "the record lost the target"
+    assert items == [], reason("redirects.a-redirect-to-another-host", items=items)
+    assert record_of(c, ROOT + "away").next_url == away, reason(
+        "redirects.the-record-lost-the-target"
+    )
 
 
 @pytest.mark.task(taskno=3)
 def test_a_redirect_without_a_location_is_recorded_only() -> None:
     c = crawler()
     items = c.record_response(ROOT + "lost", 10, redirect(302, None), 1)
-    assert items == [], f"a redirect with no Location queued {items}"
+    assert items == [], reason("redirects.a-redirect-with-no-location", items=items)
     stat = record_of(c, ROOT + "lost")
-    assert (stat.status, stat.next_url) == (302, None), f"recorded as {stat}"
+    assert (stat.status, stat.next_url) == (302, None), reason("redirects.recorded-as", stat=stat)
 
 
 @pytest.mark.task(taskno=3)
@@ -296,14 +309,15 @@ def test_two_redirects_to_one_target_queue_it_once() -> None:
     c = crawler()
     joined = ROOT + "joined"
     first = c.record_response(ROOT + "join-a", 10, redirect(301, "/joined"), 1)
-    assert first == [(joined, 9)], f"the first redirect to /joined queued {first}"
+    assert first == [(joined, 9)], reason("redirects.the-first-redirect-to-joined", first=first)
     second = c.record_response(ROOT + "join-b", 10, redirect(307, "/joined#x"), 1)
-    assert second == [], (
-        f"the second redirect to /joined queued {second}: a target seen before is not queued "
-        "again (coalesce), so add each target to self.seen_urls"
+    assert second == [], reason("redirects.coalesce", items=second)
+    assert record_of(c, ROOT + "join-a").next_url == joined, reason(
+        "redirects.join-a-s-record-lost"
     )
-    assert record_of(c, ROOT + "join-a").next_url == joined, "join-a's record lost its target"
-    assert record_of(c, ROOT + "join-b").next_url == joined, "join-b's record lost its target"
+    assert record_of(c, ROOT + "join-b").next_url == joined, reason(
+        "redirects.join-b-s-record-lost"
+    )
 
 
 @pytest.mark.task(taskno=4)
@@ -311,8 +325,10 @@ def test_a_redirect_to_a_page_already_seen_queues_nothing() -> None:
     c = crawler()
     c.record_response(ROOT, 10, Response(200, HTML, html("/target", "/old")), 1)
     items = c.record_response(ROOT + "old", 10, redirect(302, "/target"), 1)
-    assert items == [], f"a redirect to a page already seen queued {items}: coalesce"
-    assert c.record_response(ROOT + "target", 9, redirect(302, "/"), 1) == [], "the root too"
+    assert items == [], reason("redirects.a-redirect-to-a-page", items=items)
+    assert c.record_response(ROOT + "target", 9, redirect(302, "/"), 1) == [], reason(
+        "redirects.the-root-too"
+    )
 
 
 @pytest.mark.task(taskno=4)
@@ -320,7 +336,7 @@ def test_a_redirect_target_counts_as_seen_for_links_found_later() -> None:
     c = crawler()
     c.record_response(ROOT + "old", 10, redirect(301, "/new"), 1)
     items = c.record_response(ROOT, 10, Response(200, HTML, html("/new", "/other")), 1)
-    assert items == [(ROOT + "other", 10)], "/new is queued already"
+    assert items == [(ROOT + "other", 10)], reason("redirects.new-is-queued-already")
 
 
 @pytest.mark.task(taskno=4)
@@ -329,11 +345,11 @@ def test_a_redirect_cycle_ends() -> None:
     c = crawler()
     c.record_response(ROOT, 10, Response(200, HTML, html("/r/1", "/r/self")), 1)
     items = c.record_response(ROOT + "r/1", 10, redirect(302, "/r/2"), 1)
-    assert items == [(ROOT + "r/2", 9)], f"/r/1 to /r/2 queued {items}"
+    assert items == [(ROOT + "r/2", 9)], reason("redirects.r-1-to-r-2", items=items)
     items = c.record_response(ROOT + "r/2", 9, redirect(302, "1"), 1)
-    assert items == [], f"/r/2 back to /r/1 queued {items}: the cycle goes on; coalesce"
+    assert items == [], reason("redirects.r-2-back-to-r", items=items)
     items = c.record_response(ROOT + "r/self", 10, redirect(302, "/r/self"), 1)
-    assert items == [], f"a redirect to itself queued {items}: coalesce"
+    assert items == [], reason("redirects.a-redirect-to-itself-queued", items=items)
 
 
 @pytest.mark.task(taskno=4)
@@ -357,6 +373,6 @@ def test_every_stage_fetches_each_url_once_and_gives_the_oracles_records(
     twice = sorted(
         url for url, n in requested.items() if url in expected and n > expected[url].tries
     )
-    assert requested == {url: exp.tries for url, exp in expected.items()}, (
-        f"URLs requested more often than the oracle says: {twice}"
+    assert requested == {url: exp.tries for url, exp in expected.items()}, reason(
+        "redirects.urls-requested-more-often-than", twice=twice
     )

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import stage1_harness
+from reasons import reason
 from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, watch_crawls
 
 import stage1_callbacks
@@ -58,7 +59,7 @@ def full_listener() -> Iterator[str]:
                 if not writable:
                     break  # this one is left pending: the queue is full
             else:
-                pytest.fail("could not fill the listener's accept queue")
+                pytest.fail(reason("s1-connect.could-not-fill-the-listener"))
             yield f"http://127.0.0.1:{address[1]}/"
         finally:
             for sock in fillers:
@@ -137,7 +138,7 @@ class Harness(stage1_harness.Harness):
 
 def no_errors(crawler: Harness) -> str:
     """The message for an exception that escaped a callback."""
-    return f"an exception escaped a callback: {crawler.errors!r}"
+    return reason("s1-connect.escaped", errors=repr(crawler.errors))
 
 
 def spy(
@@ -169,20 +170,17 @@ def test_start_returns_at_once_while_the_connection_is_still_being_made(
         fetcher.start()
         took = time.monotonic() - began
         sock = fetcher.sock
-        assert took < 0.25, (
-            f"start() took {took:.2f} s: it waited for the connection (a blocking socket?)"
-        )
-        assert sock is not None, (
-            "start() kept no socket in self.sock: did connect() raise BlockingIOError, and"
-            " was that taken for a failure? On a non-blocking socket it means 'begun'."
-        )
-        assert not sock.getblocking(), "the socket must be non-blocking: sock.setblocking(False)"
+        assert took < 0.25, reason("s1-connect.start-took-s-it-waited", took=f"{took:.2f}")
+        assert sock is not None, reason("s1-connect.no-socket")
+        assert not sock.getblocking(), reason("s1-connect.the-socket-must-be-non")
         crawler.run()
-    assert not crawler.errors, no_errors(crawler)
+    assert not crawler.errors, reason("s1-connect.escaped", errors=repr(crawler.errors))
     [stat] = crawler.result().fetches
     # The connection was never made: only the try's timer could end it.
-    assert stat.error is not None and stat.error.startswith("TimeoutError"), stat
-    assert stat.tries == 1, f"the failed connect was recorded as {stat}: one try"
+    assert stat.error is not None and stat.error.startswith("TimeoutError"), reason(
+        "s1-connect.recorded-as", stat=stat
+    )
+    assert stat.tries == 1, reason("s1-connect.the-failed-connect-was-recorded", stat=stat)
 
 
 @pytest.mark.task(taskno=1)
@@ -193,7 +191,7 @@ def test_start_leaves_on_connected_waiting_for_the_socket_to_be_writable(
     calls: list[tuple[str, int, int]] = []
 
     def on_connected(self: Fetcher, key: Any, mask: int) -> None:
-        assert self.sock is not None, "start() kept no socket in self.sock"
+        assert self.sock is not None, reason("s1-connect.start-kept-no-socket-in")
         calls.append((self.url, mask, self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)))
         self.close()
         self.crawler.finished(self, [])
@@ -203,13 +201,10 @@ def test_start_leaves_on_connected_waiting_for_the_socket_to_be_writable(
         crawler = Harness(base, Options(ignore_robots=True, timeout=1, max_tries=1))
         crawler.fetch(base, crawler.max_redirect)  # start() runs as a loop callback, as in a crawl
         crawler.run()
-    assert not crawler.errors, no_errors(crawler)
-    assert calls, (
-        "the loop never called _on_connected: register the socket for EVENT_WRITE with"
-        " self._on_connected"
-    )
-    assert calls == [(base, EVENT_WRITE, 0)], (
-        f"the loop was asked for {calls}: register the socket for EVENT_WRITE, once"
+    assert not crawler.errors, reason("s1-connect.escaped", errors=repr(crawler.errors))
+    assert calls, reason("s1-connect.the-loop-never-called-on")
+    assert calls == [(base, EVENT_WRITE, 0)], reason(
+        "s1-connect.the-loop-was-asked-for", calls=calls
     )
 
 
@@ -220,14 +215,18 @@ def test_each_try_has_its_own_socket_and_its_own_timer(blocking_calls_time_out: 
         crawler = Harness(base, Options(ignore_robots=True, timeout=0.2, max_tries=3))
         crawler.fetch(base, crawler.max_redirect)
         ended = crawler.run()
-    assert not crawler.errors, no_errors(crawler)
-    assert ended, "no try ended within 3 s: start() must set the try's timer (call_later)"
+    assert not crawler.errors, reason("s1-connect.escaped", errors=repr(crawler.errors))
+    assert ended, reason("s1-connect.no-try-ended-within-3")
     [stat] = crawler.result().fetches
-    assert stat.error is not None and stat.error.startswith("TimeoutError"), stat
-    assert stat.tries == 3, "start() counts each try in self.tries"
+    assert stat.error is not None and stat.error.startswith("TimeoutError"), reason(
+        "s1-connect.recorded-as", stat=stat
+    )
+    assert stat.tries == 3, reason("s1-connect.start-counts-each-try-in")
     sockets = crawler.loop.sockets
-    assert len(sockets) == 3, f"{len(sockets)} sockets registered for 3 tries: one per try"
-    assert all(sock.fileno() == -1 for sock in sockets), "every try's socket is closed"
+    assert len(sockets) == 3, reason(
+        "s1-connect.sockets-registered-for-3-tries", sockets_count=len(sockets)
+    )
+    assert all(sock.fileno() == -1 for sock in sockets), reason("s1-connect.every-try-s-socket-is")
 
 
 @pytest.mark.task(taskno=1)
@@ -243,12 +242,14 @@ def test_a_name_that_does_not_resolve_is_a_failed_try() -> None:
     crawler.resolver = Unresolvable()
     crawler.fetch(url, crawler.max_redirect)
     crawler.run()
-    assert not crawler.errors, (
-        f"{no_errors(crawler)}: an OSError in start() is a failed try (self._fail)"
+    assert not crawler.errors, reason(
+        "s1-connect.an-oserror-in-start-is", value0=no_errors(crawler)
     )
     [stat] = crawler.result().fetches
-    assert stat.error is not None and stat.error.startswith("gaierror"), stat
-    assert stat.tries == 3, f"{stat}: each of the 3 tries has its own socket and timer"
+    assert stat.error is not None and stat.error.startswith("gaierror"), reason(
+        "s1-connect.recorded-as", stat=stat
+    )
+    assert stat.tries == 3, reason("s1-connect.each-of-the-3-tries", stat=stat)
 
 
 # --- Task 2: _on_connected() --------------------------------------------------------------
@@ -265,9 +266,11 @@ def test_a_refused_connect_is_a_failed_try_and_sends_nothing(
     url = closed_port_url()
     result = stage1_callbacks.crawl([url], Options(max_tries=2, ignore_robots=True))
     [stat] = result.fetches
-    assert not sent, "a refused connection went on to send the request: check SO_ERROR first"
-    assert stat.status is None and stat.tries == 2, stat
-    assert stat.error is not None and "ConnectionRefusedError" in stat.error, stat
+    assert not sent, reason("s1-connect.refused-sent")
+    assert stat.status is None and stat.tries == 2, reason("s1-connect.recorded-as", stat=stat)
+    assert stat.error is not None and "ConnectionRefusedError" in stat.error, reason(
+        "s1-connect.recorded-as", stat=stat
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -279,7 +282,9 @@ def test_a_connect_that_succeeds_goes_on_to_the_request(monkeypatch: pytest.Monk
     with serve(site) as base:
         result = stage1_callbacks.crawl([base], Options(ignore_robots=True))
         assert_matches_oracle(result, site.expected(base, ignore_robots=True))
-    assert sorted(connected) == sorted(result.urls), "every fetch passed through _on_connected"
+    assert sorted(connected) == sorted(result.urls), reason(
+        "s1-connect.every-fetch-passed-through-on"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -293,7 +298,5 @@ def test_an_https_connect_goes_on_to_the_tls_handshake(
     with serve(site, tls=test_ca) as base:
         options = Options(cafile=test_ca.cafile, ignore_robots=True)
         result = stage1_callbacks.crawl([base], options)
-        assert set(handshakes) == result.urls, (
-            "an https fetch did not go through _on_handshake: wrap the socket in TLS first"
-        )
+        assert set(handshakes) == result.urls, reason("s1-connect.an-https-fetch-did-not")
         assert_matches_oracle(result, site.expected(base, ignore_robots=True))

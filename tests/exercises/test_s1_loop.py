@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from reasons import reason
 
 from stage1_callbacks.loop import Callback, EventLoop
 
@@ -120,10 +121,7 @@ def run_once_keeping_errors_in(loop: EventLoop) -> None:
     try:
         loop.run_once()
     except ValueError as exc:
-        pytest.fail(
-            f"a callback's {exc!r} escaped run_once: run callbacks through self._run, which "
-            "gives their errors to the exception_handler"
-        )
+        pytest.fail(reason("s1-loop.a-callback-s-escaped-run", exc=repr(exc)))
 
 
 # --- task 1: the callbacks of ready sockets ---------------------------------------------
@@ -133,8 +131,8 @@ def run_once_keeping_errors_in(loop: EventLoop) -> None:
 @pytest.mark.parametrize(
     ("mask", "why"),
     [
-        (READ, "the callback should run once, given the key and the mask"),
-        (WRITE, "a fresh socket is writable: its callback should run"),
+        (READ, "s1-loop.readable-runs-once"),
+        (WRITE, "s1-loop.writable-runs"),
     ],
     ids=["readable", "writable"],
 )
@@ -147,7 +145,7 @@ def test_a_ready_socket_runs_its_callback_with_its_key_and_mask(
     if mask == READ:
         right.send(b"x")  # a fresh socket is writable already, and readable once sent to
     loop.run_once()
-    assert seen == [(left, mask)], why
+    assert seen == [(left, mask)], reason(why)
 
 
 @pytest.mark.task(taskno=1)
@@ -159,7 +157,7 @@ def test_a_socket_that_is_not_ready_runs_nothing(loop: EventLoop, pair: Callable
     loop.register(idle, READ, lambda key, mask: record("idle"))
     ready_peer.send(b"x")
     loop.run_once()
-    assert seen == ["ready"], "only the socket that select() reported should run its callback"
+    assert seen == ["ready"], reason("s1-loop.only-the-socket-that-select")
 
 
 @pytest.mark.task(taskno=1)
@@ -178,11 +176,11 @@ def test_a_callback_that_raises_goes_to_the_handler_and_the_turn_goes_on(
     first_peer.send(b"x")
     second_peer.send(b"x")
     run_once_keeping_errors_in(loop)  # the exception is the handler's business (see _run)
-    assert seen == ["good"], "the other ready socket's callback should still run"
-    assert len(caught) == 1, "the exception should reach the loop's exception_handler"
+    assert seen == ["good"], reason("s1-loop.the-other-ready-socket-s")
+    assert len(caught) == 1, reason("s1-loop.the-exception-should-reach-the")
     exc, callback = caught[0]
-    assert isinstance(exc, ValueError) and callback is bad, (
-        f"the handler got {exc!r} from {callback!r}, not the bad callback's ValueError"
+    assert isinstance(exc, ValueError) and callback is bad, reason(
+        "s1-loop.the-handler-got-from-not", exc=repr(exc), callback=repr(callback)
     )
 
 
@@ -206,7 +204,7 @@ def test_a_socket_unregistered_earlier_in_the_same_turn_runs_nothing(
     one_peer.send(b"x")
     two_peer.send(b"x")
     loop.run_once()  # select() reports both; whichever runs first unregisters the other
-    assert len(seen) == 1, f"ran {seen}: a socket unregistered during the turn must not run"
+    assert len(seen) == 1, reason("s1-loop.unregistered-ran", seen=seen)
 
 
 # --- task 2: timers that are due --------------------------------------------------------
@@ -218,7 +216,7 @@ def test_call_soon_runs_its_callback_with_its_arguments(loop: EventLoop) -> None
     seen, record = recorder()
     loop.call_soon(record, 1, "two")
     loop.run_once()
-    assert seen == [(1, "two")], "a timer that is due should run, given its arguments"
+    assert seen == [(1, "two")], reason("s1-loop.a-timer-that-is-due")
 
 
 @pytest.mark.task(taskno=2)
@@ -230,8 +228,8 @@ def test_timers_run_in_time_order_and_ties_in_the_order_they_were_set(loop: Even
     loop.call_later(0.03, record, "early-2")
     loop.call_soon(record, "soon")
     loop.run_until(lambda: "late" in seen)
-    assert seen == ["soon", "early-1", "early-2", "late"], (
-        f"the timers ran as {seen}: earliest first, and ties in the order they were set"
+    assert seen == ["soon", "early-1", "early-2", "late"], reason(
+        "s1-loop.the-timers-ran-as-earliest", seen=seen
     )
 
 
@@ -242,7 +240,7 @@ def test_a_timer_that_is_not_due_waits_for_a_later_turn(loop: EventLoop) -> None
     loop.call_later(30, record, "in half a minute")
     loop.call_soon(record, "now")
     loop.run_once()
-    assert seen == ["now"], "only the timers whose time has come should run"
+    assert seen == ["now"], reason("s1-loop.only-the-timers-whose-time")
 
 
 @pytest.mark.task(taskno=2)
@@ -255,7 +253,7 @@ def test_a_timer_due_exactly_now_runs_this_turn(
     seen, record = recorder()
     loop.call_soon(record, "due")
     loop.run_once()
-    assert seen == ["due"], "a timer whose time is exactly now should run: its `when` <= now"
+    assert seen == ["due"], reason("s1-loop.a-timer-whose-time-is")
 
 
 @pytest.mark.task(taskno=2)
@@ -266,7 +264,7 @@ def test_a_cancelled_timer_never_runs(loop: EventLoop) -> None:
     loop.call_soon(record, "kept")
     cancelled.cancel()
     loop.run_once()
-    assert seen == ["kept"], f"ran {seen}: a cancelled timer must never run"
+    assert seen == ["kept"], reason("s1-loop.ran-a-cancelled-timer-must", seen=seen)
 
 
 @pytest.mark.task(taskno=2)
@@ -284,7 +282,7 @@ def test_a_timer_cancelled_by_a_socket_callback_of_the_same_turn_does_not_run(
     loop.register(left, READ, response_arrived)
     right.send(b"x")
     loop.run_once()
-    assert seen == ["response"], "sockets first, then timers: ask cancelled() when popping"
+    assert seen == ["response"], reason("s1-loop.sockets-first-then-timers-ask")
 
 
 @pytest.mark.task(taskno=2)
@@ -300,11 +298,9 @@ def test_a_timer_that_raises_goes_to_the_handler_and_the_others_still_run(
     loop.call_soon(bad)
     loop.call_soon(record, "after")
     run_once_keeping_errors_in(loop)
-    assert seen == ["after"], (
-        f"ran {seen}: every timer whose time has come should run, even after one that raised"
-    )
-    assert [(type(exc), callback) for exc, callback in caught] == [(ValueError, bad)], (
-        f"the exception_handler got {caught}: the timer's ValueError should reach it, once"
+    assert seen == ["after"], reason("s1-loop.timers-after-error", seen=seen)
+    assert [(type(exc), callback) for exc, callback in caught] == [(ValueError, bad)], reason(
+        "s1-loop.the-exception-handler-got-the", caught=caught
     )
 
 
@@ -338,29 +334,26 @@ def assert_run_once_raises_runtime_error(loop: EventLoop, why: str) -> None:
     except RuntimeError:
         return
     except WaitedForNothing:
-        pytest.fail(
-            f"{why}: run_once waited {SAFETY_WAKE_S:g} s for nothing; it should raise "
-            "RuntimeError at once"
-        )
+        pytest.fail(reason("s1-loop.run-once-waited-s-for", why=why, value2=f"{SAFETY_WAKE_S:g}"))
     finally:
         if waker is not None:
             waker.cancel()
             waker.join()
             signal.signal(signal.SIGUSR1, previous)
-    pytest.fail(f"{why}: run_once should raise RuntimeError, not return")
+    pytest.fail(reason("s1-loop.run-once-should-raise-runtimeerror", why=why))
 
 
 @pytest.mark.task(taskno=3)
 def test_with_nothing_to_wait_for_run_once_raises_runtime_error(loop: EventLoop) -> None:
-    assert_run_once_raises_runtime_error(loop, "no socket and no timer")
+    assert_run_once_raises_runtime_error(loop, reason("s1-loop.nothing-to-wait-for"))
 
 
 @pytest.mark.task(taskno=3)
 def test_a_cancelled_timer_is_nothing_to_wait_for(loop: EventLoop) -> None:
     seen, record = recorder()
     loop.call_later(0.01, record, "cancelled").cancel()
-    assert_run_once_raises_runtime_error(loop, "no socket, and the only timer cancelled")
-    assert seen == [], f"ran {seen}: a cancelled timer must never run"
+    assert_run_once_raises_runtime_error(loop, reason("s1-loop.only-timer-cancelled"))
+    assert seen == [], reason("s1-loop.ran-a-cancelled-timer-must", seen=seen)
 
 
 @pytest.mark.task(taskno=3)
@@ -368,9 +361,9 @@ def test_a_timer_alone_is_run_on_time(loop: EventLoop, idle: None) -> None:
     seen, record = recorder()
     loop.call_later(0.2, record, "due")
     took = timed_run_once(loop)
-    assert seen == ["due"], f"run_once returned after {took:.2f} s without running the timer"
-    assert took >= 0.15, f"run_once returned after {took:.2f} s: the timer was not due yet"
-    assert took < 1.5, f"select() slept {took:.2f} s past a timer due in 0.2 s"
+    assert seen == ["due"], reason("s1-loop.run-once-returned-after-s", took=f"{took:.2f}")
+    assert took >= 0.15, reason("s1-loop.run-once-returned-after-s-2", took=f"{took:.2f}")
+    assert took < 1.5, reason("s1-loop.overslept", took=f"{took:.2f}", due=0.2)
 
 
 @pytest.mark.task(taskno=3)
@@ -379,8 +372,8 @@ def test_a_cancelled_timer_does_not_cut_the_wait_short(loop: EventLoop, idle: No
     loop.call_later(0.05, record, "cancelled").cancel()
     loop.call_later(0.3, record, "due")
     took = timed_run_once(loop)
-    assert seen == ["due"], f"woke after {took:.2f} s and ran {seen}: drop cancelled timers first"
-    assert took < 1.5, f"select() slept {took:.2f} s past a timer due in 0.3 s"
+    assert seen == ["due"], reason("s1-loop.woke-after-s-and-ran", took=f"{took:.2f}", seen=seen)
+    assert took < 1.5, reason("s1-loop.overslept", took=f"{took:.2f}", due=0.3)
 
 
 @pytest.mark.task(taskno=3)
@@ -394,5 +387,5 @@ def test_with_no_timer_select_waits_for_a_socket(
     loop.register(left, READ, lambda key, mask: record("woken"))
     send_later(right, 0.2)
     took = timed_run_once(loop)
-    assert seen == ["woken"], f"run_once returned after {took:.2f} s before the socket was ready"
-    assert took >= 0.15, f"run_once returned after {took:.2f} s, before any socket was ready"
+    assert seen == ["woken"], reason("s1-loop.run-once-returned-after-s-3", took=f"{took:.2f}")
+    assert took >= 0.15, reason("s1-loop.run-once-returned-after-s-4", took=f"{took:.2f}")

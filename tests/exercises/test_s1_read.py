@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from reasons import reason
 from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
@@ -52,8 +53,12 @@ def padded_requests(monkeypatch: pytest.MonkeyPatch, size: int) -> Callable[[str
 
 def errors(result: CrawlResult) -> str:
     """What went wrong in a crawl, from its records: one clause per failed fetch."""
-    failed = [f"{urlsplit(s.url).path} failed with {s.error}" for s in result.fetches if s.error]
-    return "; ".join(failed) or "no fetch failed"
+    failed = [
+        reason("crawl.failed-with", url=urlsplit(s.url).path, error=s.error)
+        for s in result.fetches
+        if s.error
+    ]
+    return "; ".join(failed) or reason("s1-read.no-failure")
 
 
 # --- no crawl hangs ------------------------------------------------------------------------
@@ -62,11 +67,7 @@ def errors(result: CrawlResult) -> str:
 @pytest.fixture(autouse=True)
 def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
     """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
-    why = (
-        "a fetch never finished, or a callback that keeps the loop to itself"
-        " (reading on while bytes pour in) kept the timers waiting"
-    )
-    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, why)
+    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, reason("s1-read.too-long"))
 
 
 # --- Task 1: _on_writable ----------------------------------------------------------------
@@ -95,20 +96,18 @@ def test_a_request_bigger_than_the_socket_buffer_goes_out_whole_in_pieces(
     received: list[bytes] = []
     with raw_server(lambda path: page("<p>big request</p>"), received) as base:
         stage1_callbacks.crawl([base], Options(ignore_robots=True, timeout=3, max_tries=1))
-    assert len(writable) > 1, (
-        f"_on_writable ran {len(writable)} time(s): no socket takes an 8 MiB request in one "
-        "send(); keep in self.unsent what it did not take, and wait to be writable again"
-    )
-    assert received, "the server received nothing"
+    assert len(writable) > 1, reason("s1-read.one-send", count=len(writable))
+    assert received, reason("s1-read.the-server-received-nothing")
     sent = received[0]
-    assert len(sent) == len(request_bytes(base)), (
-        f"the server received {len(sent)} bytes of a {len(request_bytes(base))}-byte request:"
-        " keep in self.unsent what send() did not take, and only that"
+    assert len(sent) == len(request_bytes(base)), reason(
+        "s1-read.the-server-received-bytes-of",
+        sent_count=len(sent),
+        value3=len(request_bytes(base)),
     )
-    assert sent == request_bytes(base), "the request arrived garbled"
+    assert sent == request_bytes(base), reason("s1-read.the-request-arrived-garbled")
     # The continuation: once nothing is left to send, wait for the response.
-    assert readable, "the loop never called _on_readable: register it for EVENT_READ"
-    assert readable[0] == (EVENT_READ, 0), "_on_readable ran before the request was all sent"
+    assert readable, reason("s1-read.the-loop-never-called-on")
+    assert readable[0] == (EVENT_READ, 0), reason("s1-read.on-readable-ran-before-the")
 
 
 @pytest.mark.task(taskno=1)
@@ -127,12 +126,10 @@ def test_a_small_request_goes_out_and_the_response_is_awaited(
     received: list[bytes] = []
     with raw_server(lambda path: page("<p>hello</p>"), received) as base:
         stage1_callbacks.crawl([base], Options(ignore_robots=True, timeout=3, max_tries=1))
-    assert received == [stage1_crawler.request_bytes(base)], (
-        f"the server received {received}, not the request once"
+    assert received == [stage1_crawler.request_bytes(base)], reason(
+        "s1-read.the-server-received-not-the", received=received
     )
-    assert readable and readable[0] == (EVENT_READ, 0), (
-        "once the request is all sent, register the socket for EVENT_READ with _on_readable"
-    )
+    assert readable and readable[0] == (EVENT_READ, 0), reason("s1-read.once-the-request-is-all")
 
 
 @pytest.mark.task(taskno=1)
@@ -142,12 +139,12 @@ def test_a_connection_reset_while_sending_is_a_failed_try(monkeypatch: pytest.Mo
     with resetting_server() as base:
         result = stage1_callbacks.crawl([base], Options(ignore_robots=True, max_tries=2))
     [stat] = result.fetches
-    assert stat.status is None and stat.tries == 2, (
-        f"{stat}: an OSError from send() is a failed try (self._fail)"
+    assert stat.status is None and stat.tries == 2, reason(
+        "s1-read.an-oserror-from-send-is", stat=stat
     )
-    assert stat.error is not None, f"{stat}: the reset try should be recorded with its error"
-    assert stat.error.split(":")[0] in {"ConnectionResetError", "BrokenPipeError"}, (
-        f"the try failed with {stat.error}, not the reset of the connection"
+    assert stat.error is not None, reason("s1-read.the-reset-try-should-be", stat=stat)
+    assert stat.error.split(":")[0] in {"ConnectionResetError", "BrokenPipeError"}, reason(
+        "s1-read.the-try-failed-with-not", value1=stat.error
     )
 
 
@@ -161,16 +158,17 @@ def test_a_response_that_arrives_in_pieces_is_put_together() -> None:
     with raw_server(lambda path: answers[path], pieces=5) as base:
         result = stage1_callbacks.crawl([base], NO_ROBOTS)
     records = by_path(result, base)
-    assert set(records) == {"/", "/next"}, (
-        f"the crawl recorded {sorted(records)}, not / and /next: {errors(result)}; read until "
-        "recv() would block, feeding the parser every chunk"
+    assert set(records) == {"/", "/next"}, reason(
+        "s1-read.pieces", records=sorted(records), errors=errors(result)
     )
     root = records["/"]
     body_size = len(answers["/"].partition(b"\r\n\r\n")[2])
-    assert (root.status, root.size, root.num_urls, root.error) == (200, body_size, 1, None), (
-        f"the page arrived in pieces and was recorded as {root}"
+    assert (root.status, root.size, root.num_urls, root.error) == (200, body_size, 1, None), reason(
+        "s1-read.the-page-arrived-in-pieces", root=root
     )
-    assert records["/next"].status == 200, f"/next was recorded as {records['/next']}"
+    assert records["/next"].status == 200, reason(
+        "s1-read.next-was-recorded-as", value1=records["/next"]
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -187,10 +185,10 @@ def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket
     started = time.monotonic()
     result = stage1_callbacks.crawl([lingering_tls_server], options)
     [stat] = result.fetches
-    assert (stat.status, stat.size, stat.error) == (200, 5026, None), (
-        f"the TLS page was recorded as {stat}: read on while pending() says bytes wait"
+    assert (stat.status, stat.size, stat.error) == (200, 5026, None), reason(
+        "s1-read.the-tls-page-was-recorded", stat=stat
     )
-    assert time.monotonic() - started < 4, "it waited for the timeout: read on while pending()"
+    assert time.monotonic() - started < 4, reason("s1-read.it-waited-for-the-timeout")
 
 
 @pytest.mark.task(taskno=2)
@@ -206,13 +204,11 @@ def test_a_server_faster_than_the_parser_cannot_keep_the_loop() -> None:
         flood, beside = base + "endless/interim-flood", base + "wide/0"
         result = stage1_callbacks.crawl([flood, beside], Options(timeout=2, max_tries=1))
     records = {stat.url: stat for stat in result.fetches}
-    assert records[beside].status == 200, (
-        f"the page beside the flood was recorded as {records[beside]}: one recv() per call,"
-        " then back to the loop, or the flood keeps the loop to itself"
+    assert records[beside].status == 200, reason(
+        "s1-read.the-page-beside-the-flood", value1=records[beside]
     )
-    assert "TimeoutError" in (records[flood].error or ""), (
-        f"the flood was recorded as {records[flood]}, not as a timeout: the loop never got"
-        " back to its timers while the callback read on"
+    assert "TimeoutError" in (records[flood].error or ""), reason(
+        "s1-read.the-flood-was-recorded-as", value1=records[flood]
     )
 
 
@@ -228,17 +224,22 @@ def test_answers_cut_short_or_not_http_are_failed_tries() -> None:
     with raw_server(lambda path: answers[path]) as base:
         result = stage1_callbacks.crawl([base], Options(ignore_robots=True, max_tries=2))
     records = by_path(result, base)
-    assert set(records) == set(answers), (
-        f"the crawl recorded {sorted(records)}, not {sorted(answers)}: {errors(result)}"
+    assert set(records) == set(answers), reason(
+        "s1-read.the-crawl-recorded-not",
+        value1=sorted(records),
+        value3=sorted(answers),
+        value5=errors(result),
     )
-    assert records["/"].status == 200, f"/ was recorded as {records['/']}: {errors(result)}"
+    assert records["/"].status == 200, reason(
+        "s1-read.was-recorded-as", value1=records["/"], value3=errors(result)
+    )
     for path in ("/garbage", "/short", "/nothing"):
         stat = records[path]
-        assert stat.status is None and stat.tries == 2, (
-            f"{path} was recorded as {stat}: a broken answer is a failed try, tried twice"
+        assert stat.status is None and stat.tries == 2, reason(
+            "s1-read.was-recorded-as-a-broken", path=path, stat=stat
         )
-        assert stat.error is not None and stat.error.startswith("WireError"), (
-            f"{path} failed with {stat.error}, not the parser's WireError"
+        assert stat.error is not None and stat.error.startswith("WireError"), reason(
+            "s1-read.failed-with-not-the-parser", path=path, value2=stat.error
         )
 
 

@@ -16,6 +16,7 @@ import traceback
 from typing import Any
 
 import pytest
+from reasons import reason
 from stage1_harness import Harness, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
@@ -69,17 +70,17 @@ def test_a_page_whose_parsing_raises_is_recorded_and_the_crawl_goes_on(
     with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         result = stage1_callbacks.crawl([base], OPTIONS)
     records = by_path(result, base)
-    assert set(records) == {"/", "/a", "/b", "/c", "/e"}, (
-        f"the crawl recorded {sorted(records)}: the other pages must still be crawled"
+    assert set(records) == {"/", "/a", "/b", "/c", "/e"}, reason(
+        "s1-stack-ripping.the-crawl-recorded-the-other", value1=sorted(records)
     )
     failed = records["/b"]
     assert (failed.status, failed.error, failed.tries) == (None, "RuntimeError: parse error", 1), (
-        f"the failed page was recorded as {failed}: its error, after one try"
+        reason("s1-stack-ripping.the-failed-page-was-recorded", failed=failed)
     )
-    assert all(records[path].status == 200 for path in ("/", "/a", "/c", "/e")), (
-        "a page other than the failed one was not crawled as a 200"
+    assert all(records[path].status == 200 for path in ("/", "/a", "/c", "/e")), reason(
+        "s1-stack-ripping.a-page-other-than-the"
     )
-    assert not result.interrupted, "the crawl was interrupted"
+    assert not result.interrupted, reason("s1-stack-ripping.the-crawl-was-interrupted")
 
 
 @pytest.mark.task(taskno=1)
@@ -99,19 +100,22 @@ def test_a_callback_that_raises_with_its_socket_open_has_its_try_closed(
         try:
             result = stage1_callbacks.crawl([base], OPTIONS)
         except RuntimeError as exc:
-            pytest.fail(
-                f"{exc!r} came out of the crawl: the failed Fetcher's socket stayed registered "
-                "and its callback ran again; close its try with fetcher.close()"
-            )
-    assert len(result.fetches) == len(result.urls), "a URL was recorded twice"
+            pytest.fail(reason("s1-stack-ripping.came-out", error=repr(exc)))
+    assert len(result.fetches) == len(result.urls), reason(
+        "s1-stack-ripping.a-url-was-recorded-twice"
+    )
     records = by_path(result, base)
-    assert set(records) == {"/", "/a", "/b", "/c", "/e"}, f"the crawl recorded {sorted(records)}"
-    assert (records["/b"].error, records["/b"].tries) == ("RuntimeError: reader bug", 1), (
-        f"/b was recorded as {records['/b']}: its error, after one try"
+    assert set(records) == {"/", "/a", "/b", "/c", "/e"}, reason(
+        "s1-stack-ripping.the-crawl-recorded", value1=sorted(records)
+    )
+    assert (records["/b"].error, records["/b"].tries) == ("RuntimeError: reader bug", 1), reason(
+        "s1-stack-ripping.b-was-recorded-as-its", value1=records["/b"]
     )
     [loop] = loops
-    assert loop.left_registered == {}, "a socket was left in the selector: fetcher.close()"
-    assert all(sock.fileno() == -1 for sock in loop.sockets), "a socket was left open"
+    assert loop.left_registered == {}, reason("s1-stack-ripping.a-socket-was-left-in")
+    assert all(sock.fileno() == -1 for sock in loop.sockets), reason(
+        "s1-stack-ripping.a-socket-was-left-open"
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -120,12 +124,14 @@ def test_fail_on_records_the_error_and_the_crawl_goes_on(default_site: tuple[Sit
     site, base = default_site
     result = stage1_callbacks.crawl([base], Options(fail_on="/traps/"))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
-    assert base + "traps/" in failed, f"{base}traps/ was not recorded as failed with ParseError"
+    assert base + "traps/" in failed, reason(
+        "s1-stack-ripping.traps-was-not-recorded-as", base=base
+    )
     assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed), (
-        "a failed page must be recorded with no status, after one try"
+        reason("s1-stack-ripping.a-failed-page-must-be")
     )
     pages = {url for url in site.expected(base) if "/p/" in url}
-    assert pages <= result.urls, "the generated pages were crawled all the same"
+    assert pages <= result.urls, reason("s1-stack-ripping.the-generated-pages-were-crawled")
 
 
 # --- Task 2: say where ------------------------------------------------------------------
@@ -140,15 +146,17 @@ def test_the_error_is_logged_with_its_url_and_its_traceback(
     with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         stage1_callbacks.crawl([base], OPTIONS)
     errors = [r for r in logged if r.level >= ERROR and isinstance(r.exc, RuntimeError)]
-    assert errors, "no error was logged with the exception (exc_info=exc)"
+    assert errors, reason("s1-stack-ripping.no-error-was-logged-with")
     [record] = errors
-    assert base + "b" in record.message, "the message names the URL that failed"
-    assert record.exc is not None, "the error was logged without its traceback: pass exc_info=exc"
+    assert base + "b" in record.message, reason("s1-stack-ripping.the-message-names-the-url")
+    assert record.exc is not None, reason("s1-stack-ripping.the-error-was-logged-without")
     frames = [frame.name for frame in traceback.extract_tb(record.exc.__traceback__)]
     # Stack ripping: the loop ran a callback; nothing of work() or fetch(), which began it.
-    assert frames[0] == "_run", f"the traceback starts in {frames[0]}, not in the loop's _run"
-    assert "work" not in frames and "fetch" not in frames, (
-        f"the traceback shows {frames}: the loop's, not work() or fetch()"
+    assert frames[0] == "_run", reason(
+        "s1-stack-ripping.the-traceback-starts-in-not", value1=frames[0]
+    )
+    assert "work" not in frames and "fetch" not in frames, reason(
+        "s1-stack-ripping.the-traceback-shows-the-loop", frames=frames
     )
 
 
@@ -169,7 +177,7 @@ def test_an_exception_in_a_callback_of_no_fetcher_is_raised_again() -> None:
             crawler.loop.run_once()
     finally:
         crawler.loop.close()
-    assert not crawler.result().fetches, "nothing is recorded for it"
+    assert not crawler.result().fetches, reason("s1-stack-ripping.nothing-is-recorded-for-it")
 
 
 @pytest.mark.task(taskno=3)
@@ -183,12 +191,9 @@ def test_an_exception_from_a_fetcher_no_longer_in_flight_is_raised_again() -> No
     except ValueError:
         pass
     except Exception as exc:
-        pytest.fail(
-            f"callback_failed raised {exc!r}: a Fetcher no longer in self.fetchers was "
-            "recorded already, so raise its exception again and record nothing"
-        )
+        pytest.fail(reason("s1-stack-ripping.recorded-twice", error=repr(exc)))
     else:
-        pytest.fail("callback_failed swallowed the error of a Fetcher no longer in flight")
+        pytest.fail(reason("s1-stack-ripping.callback-failed-swallowed-the-error"))
     finally:
         crawler.loop.close()
-    assert not crawler.result().fetches, "a Fetcher no longer in flight was recorded again"
+    assert not crawler.result().fetches, reason("s1-stack-ripping.a-fetcher-no-longer-in")

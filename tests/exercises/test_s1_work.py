@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 import stage1_harness
+from reasons import reason
 from stage1_harness import WatchedLoop, watch_crawls
 
 import stage1_callbacks
@@ -58,8 +59,7 @@ CRAWL_LIMIT_S = 5.0  # far above what a right answer takes; a wrong one may wait
 @pytest.fixture(autouse=True)
 def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
     """Give every stage 1 crawl of this module a deadline, rather than let it hang."""
-    why = "when a fetch finishes, finished() must make room and call self.work() to start the next"
-    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, why)
+    return watch_crawls(monkeypatch, CRAWL_LIMIT_S, reason("s1-work.never-next"))
 
 
 # --- the oracle's view of a record ---------------------------------------------------------
@@ -67,9 +67,8 @@ def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
 
 def assert_root_crawled(result: CrawlResult, base: str) -> None:
     """The root page, parked while its robots.txt was fetched, was crawled in the end."""
-    assert any(url.rstrip("/") == base.rstrip("/") for url in result.urls), (
-        "the root page was never fetched: the pages parked for a robots.txt go back to the "
-        "front of the queue when its fetch finishes"
+    assert any(url.rstrip("/") == base.rstrip("/") for url in result.urls), reason(
+        "s1-work.the-root-page-was-never"
     )
 
 
@@ -84,21 +83,16 @@ def test_work_starts_fetches_in_queue_order_up_to_max_tasks() -> None:
     crawler.q.extend((url, 10) for url in urls)
     try:
         crawler.work()
-        assert list(crawler.fetchers) == urls[:3], "the first three, taken from the left"
-        assert queued(crawler) == urls[3:], (
-            f"{len(crawler.fetchers)} fetches started: at most max_tasks = 3, the rest wait in "
-            "the queue"
-        )
+        assert list(crawler.fetchers) == urls[:3], reason("s1-work.the-first-three-taken-from")
+        assert queued(crawler) == urls[3:], reason("s1-work.too-many", count=len(crawler.fetchers))
         crawler.work()
-        assert list(crawler.fetchers) == urls[:3], "no room, so nothing more starts"
+        assert list(crawler.fetchers) == urls[:3], reason("s1-work.no-room-so-nothing-more")
         crawler.end(urls[0])
         crawler.work()
-        assert list(crawler.fetchers) == urls[1:4], (
-            "when a fetch ends, the next in the queue starts in its place"
-        )
-        assert queued(crawler) == urls[4:], "the queue should hold only what did not fit"
+        assert list(crawler.fetchers) == urls[1:4], reason("s1-work.when-a-fetch-ends-the")
+        assert queued(crawler) == urls[4:], reason("s1-work.the-queue-should-hold-only")
         # Each URL was claimed with begin() before its fetch: it counts as in flight.
-        assert set(crawler.in_flight) == set(urls[:4]), "claim each URL with self.begin(url)"
+        assert set(crawler.in_flight) == set(urls[:4]), reason("s1-work.claim-each-url-with-self")
     finally:
         crawler.close_all()
 
@@ -111,8 +105,8 @@ def test_work_keeps_the_redirects_left_with_each_url() -> None:
     try:
         crawler.work()
         redirects = {url: f.max_redirect for url, f in crawler.fetchers.items()}
-        assert redirects == {ROOT: 10, ROOT + "moved": 3}, (
-            f"the fetches got {redirects}: each URL keeps the redirects left that came with it"
+        assert redirects == {ROOT: 10, ROOT + "moved": 3}, reason(
+            "s1-work.the-fetches-got-each-url", redirects=redirects
         )
     finally:
         crawler.close_all()
@@ -126,10 +120,12 @@ def test_work_parks_pages_until_their_robots_txt_is_in() -> None:
     robots = ROOT + "robots.txt"
     try:
         crawler.work()
-        assert list(crawler.fetchers) == [robots], "ask self.robots_txt(url) first"
-        assert crawler.parked == {robots: [(ROOT, 10), (ROOT + "a", 10)]}, "self.park(...)"
-        assert not crawler.q, "a URL begin() refused must still leave the queue"
-        assert crawler.requested == 0, "a parked page is not claimed yet"
+        assert list(crawler.fetchers) == [robots], reason("s1-work.ask-self-robots-txt-url")
+        assert crawler.parked == {robots: [(ROOT, 10), (ROOT + "a", 10)]}, reason(
+            "s1-work.self-park"
+        )
+        assert not crawler.q, reason("s1-work.a-url-begin-refused-must")
+        assert crawler.requested == 0, reason("s1-work.a-parked-page-is-not")
     finally:
         crawler.close_all()
 
@@ -141,10 +137,10 @@ def test_work_leaves_out_what_begin_refuses() -> None:
     crawler.q.extend((f"{ROOT}p/{n}", 10) for n in range(4))
     try:
         crawler.work()
-        assert list(crawler.fetchers) == [f"{ROOT}p/0", f"{ROOT}p/1"], (
-            f"started {list(crawler.fetchers)}: pages are parked until their robots.txt is in"
+        assert list(crawler.fetchers) == [f"{ROOT}p/0", f"{ROOT}p/1"], reason(
+            "s1-work.started-pages-are-parked-until", value1=list(crawler.fetchers)
         )
-        assert not crawler.q, "a URL that begin() refuses is dropped, not put back"
+        assert not crawler.q, reason("s1-work.a-url-that-begin-refuses")
     finally:
         crawler.close_all()
 
@@ -157,12 +153,11 @@ def test_a_url_whose_host_is_full_waits_in_line_and_work_goes_on() -> None:
     crawler.q.extend([(ROOT + "a", 10), (ROOT + "b", 10), (other, 10)])
     try:
         crawler.work()
-        assert list(crawler.fetchers) == [ROOT + "a", other], (
-            f"started {list(crawler.fetchers)}: when host_slot() says no, the URL waits in its "
-            "host's line and work() goes on to the next pair (continue, not break)"
+        assert list(crawler.fetchers) == [ROOT + "a", other], reason(
+            "s1-work.started-when-host-slot-says", value1=list(crawler.fetchers)
         )
-        assert list(crawler.host_lines[host_key(ROOT)]) == [(ROOT + "b", 10)], (
-            "the URL of the full host should wait in its host's line"
+        assert list(crawler.host_lines[host_key(ROOT)]) == [(ROOT + "b", 10)], reason(
+            "s1-work.the-url-of-the-full"
         )
     finally:
         crawler.close_all()
@@ -179,7 +174,9 @@ def test_each_finished_fetch_starts_the_next_and_max_tasks_is_kept() -> None:
         result = stage1_callbacks.crawl([base], Options(max_tasks=4))
         assert_root_crawled(result, base)
         assert_matches_oracle(result, site.expected(base))
-    assert site.max_in_flight == 4, f"the server saw {site.max_in_flight} requests at once"
+    assert site.max_in_flight == 4, reason(
+        "s1-work.the-server-saw-requests-at", value1=site.max_in_flight
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -190,7 +187,9 @@ def test_pages_parked_for_robots_txt_are_crawled_once_it_is_in() -> None:
         result = stage1_callbacks.crawl([base], Options(max_tasks=3))
         assert_root_crawled(result, base)
         assert_matches_oracle(result, site.expected(base))
-        assert next(iter(site.requests)) == "/robots.txt", "robots.txt must be fetched first"
+        assert next(iter(site.requests)) == "/robots.txt", reason(
+            "s1-work.robots-txt-must-be-fetched"
+        )
 
 
 @pytest.mark.task(taskno=2)
@@ -204,10 +203,10 @@ def test_failed_fetches_make_room_too() -> None:
         result = stage1_callbacks.crawl(roots, options)
         expected = site.expected(base, ignore_robots=True)
     failed = {stat.url for stat in result.fetches if stat.error}
-    assert failed == set(roots[:2]), f"failed {sorted(failed)}: the two refused roots should fail"
-    assert result.urls == failed | set(expected), (
-        "a failed fetch must still make room for the next: every URL gets its record"
+    assert failed == set(roots[:2]), reason(
+        "s1-work.failed-the-two-refused-roots", value1=sorted(failed)
     )
+    assert result.urls == failed | set(expected), reason("s1-work.a-failed-fetch-must-still")
 
 
 @pytest.mark.task(taskno=2)
@@ -218,11 +217,10 @@ def test_a_finished_fetch_lets_the_next_url_of_its_host_start() -> None:
         result = stage1_callbacks.crawl([base], Options(max_per_host=1, ignore_robots=True))
         expected = site.expected(base, ignore_robots=True)
     missing = sorted(set(expected) - result.urls)
-    assert not missing, (
-        f"never fetched: {missing}: when a fetch ends, the first URL in its host's line "
-        "(self.host_lines) goes to the front of the queue"
+    assert not missing, reason("s1-work.never-fetched-when-a-fetch", missing=missing)
+    assert site.max_in_flight == 1, reason(
+        "s1-work.the-server-saw-requests-at", value1=site.max_in_flight
     )
-    assert site.max_in_flight == 1, f"the server saw {site.max_in_flight} requests at once"
 
 
 @pytest.mark.task(taskno=2)

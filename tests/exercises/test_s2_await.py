@@ -15,6 +15,7 @@ import traceback
 from typing import Any
 
 import pytest
+from reasons import reason
 from stage2_await import AsyncCrawler, wait
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
@@ -56,10 +57,10 @@ def test_await_pauses_at_a_pending_future_and_returns_its_result(loop: EventLoop
     try:
         yielded = coro.send(None)
     except StopIteration:
-        pytest.fail("`await` must pause at a pending future: the coroutine returned at once")
-    assert yielded is fut, f"`await` must pause at a pending future and yield it, not {yielded!r}"
+        pytest.fail(reason("s2-await.await-must-pause-at-a-2"))
+    assert yielded is fut, reason("s2-await.await-must-pause-at-a", yielded=repr(yielded))
     fut.set_result(42)
-    assert finish(coro) == 42, "after the pause, `await` returns the future's result"
+    assert finish(coro) == 42, reason("s2-await.after-the-pause-await-returns")
 
 
 @pytest.mark.task(taskno=1)
@@ -72,8 +73,8 @@ def test_await_does_not_pause_at_a_done_future(loop: EventLoop) -> None:
         value = finish(coro)
     except pytest.fail.Exception:
         coro.close()
-        pytest.fail("a done future must not pause its waiter: `await` yielded it")
-    assert value == "ready", f"`await` on a done future must give its result, not {value!r}"
+        pytest.fail(reason("s2-await.paused"))
+    assert value == "ready", reason("s2-await.await-on-a-done-future", value=repr(value))
 
 
 @pytest.mark.task(taskno=1)
@@ -91,9 +92,7 @@ def test_await_runs_the_same_generator_as_yield_from(loop: EventLoop) -> None:
     fut: Future[int] = Future()
     it = fut.__await__()
     code = getattr(it, "gi_code", None)
-    assert code is Future.__iter__.__code__, (
-        "__await__ must give the generator of __iter__ (the same code), not one of its own"
-    )
+    assert code is Future.__iter__.__code__, reason("s2-await.await-must-give-the-generator")
 
 
 # --- Task 2: Task._step drives an async def ----------------------------------------------------
@@ -111,9 +110,9 @@ def test_a_task_runs_an_async_def_to_its_return_value(loop: EventLoop) -> None:
     loop.call_later(0.01, first.set_result, 2)
     loop.call_later(0.02, second.set_result, 3)
     task = Task(add())
-    assert task.name == "add", "a task takes its coroutine's name"
+    assert task.name == "add", reason("s2-await.a-task-takes-its-coroutine")
     total = run(loop, task)
-    assert total == 5, f"the task must return what its async def returned (5), not {total!r}"
+    assert total == 5, reason("s2-await.the-task-must-return-what", total=repr(total))
 
 
 @pytest.mark.task(taskno=2)
@@ -132,7 +131,7 @@ def test_an_async_def_awaits_a_task_and_stage_2s_generators(loop: EventLoop) -> 
         return item, await child
 
     got = run(loop, consumer())
-    assert got == ("page", "produced"), f"await wait(q.get()), then await the task: {got!r}"
+    assert got == ("page", "produced"), reason("s2-await.await-wait-q-get-then", got=repr(got))
 
 
 @pytest.mark.task(taskno=2)
@@ -148,7 +147,7 @@ def test_a_failed_future_raises_at_the_await_inside_the_task(loop: EventLoop) ->
             return f"caught {exc}"
         return "not caught"
 
-    assert run(loop, careful()) == "caught reset", "the exception must land at the await"
+    assert run(loop, careful()) == "caught reset", reason("s2-await.the-exception-must-land-at")
 
 
 @pytest.mark.task(taskno=2)
@@ -163,9 +162,11 @@ def test_an_exception_leaving_the_async_def_fails_its_task(loop: EventLoop) -> N
     with pytest.raises(KeyError):
         run(loop, task)
     error = task.exception()
-    assert isinstance(error, KeyError), f"the task must fail with KeyError, not {error!r}"
+    assert isinstance(error, KeyError), reason(
+        "s2-await.the-task-must-fail-with", error=repr(error)
+    )
     names = [frame.name for frame in traceback.extract_tb(error.__traceback__)]
-    assert "broken" in names, f"the traceback must show the async def, not only {names}"
+    assert "broken" in names, reason("s2-await.the-traceback-must-show-the", names=names)
 
 
 class Listener(Observer):
@@ -190,10 +191,12 @@ def test_an_observer_hears_each_step_with_the_value_sent() -> None:
     listener = Listener()
     loop = EventLoop(listener)
     try:
-        assert run(loop, Task(reader())) == "read 42", "the async def should read 42"
+        assert run(loop, Task(reader())) == "read 42", reason("s2-await.the-async-def-should-read")
     finally:
         loop.close()
-    assert listener.values == [None, 42], f"the observer heard {listener.values}: the values sent"
+    assert listener.values == [None, 42], reason(
+        "s2-await.the-observer-heard-the-values", value1=listener.values
+    )
 
 
 # --- Task 3: cancelled, refused, and a whole crawl -----------------------------------------------
@@ -208,9 +211,11 @@ def test_a_keyboard_interrupt_leaving_an_async_def_stops_the_loop(loop: EventLoo
         raise KeyboardInterrupt
 
     task = Task(interrupted())
-    with raises(KeyboardInterrupt, "a KeyboardInterrupt should go on out of the step"):
+    with raises(KeyboardInterrupt, reason("s2-await.a-keyboardinterrupt-should-go-on")):
         run(loop, sleep(0.5))  # another task's wait: only the interrupt can end it early
-    assert isinstance(task.exception(), KeyboardInterrupt), "the task should hold the interrupt"
+    assert isinstance(task.exception(), KeyboardInterrupt), reason(
+        "s2-await.the-task-should-hold-the"
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -228,8 +233,8 @@ def test_cancel_lands_at_the_await_and_the_task_is_cancelled(loop: EventLoop) ->
     loop.call_later(0.01, task.cancel)
     with pytest.raises(CancelledError):
         run(loop, task)
-    assert cleaned == ["finally ran"], "cancel must land at the await, so finally blocks run"
-    assert task.cancelled(), "the task should be cancelled, not failed"
+    assert cleaned == ["finally ran"], reason("s2-await.cancel-must-land-at-the")
+    assert task.cancelled(), reason("s2-await.cancelled-not-failed")
 
 
 @pytest.mark.task(taskno=3)
@@ -245,7 +250,7 @@ def test_timeout_works_around_an_await(loop: EventLoop) -> None:
         return "never"
 
     said = run(loop, slow())
-    assert said == "timed out", f"timeout() must end the await with TimeoutError, not {said!r}"
+    assert said == "timed out", reason("s2-await.timeout-must-end-the-await", said=repr(said))
 
 
 @pytest.mark.task(taskno=3)
@@ -259,13 +264,15 @@ def test_awaiting_asyncios_sleep_is_refused_with_what_was_yielded(loop: EventLoo
     try:
         run(loop, task)
     except RuntimeError as error:
-        assert str(error) == "a task may only yield Futures, not None", (
-            f"the task must refuse what is not our Future by name, not say {error}"
+        assert str(error) == "a task may only yield Futures, not None", reason(
+            "s2-await.the-task-must-refuse-what", error=error
         )
     else:
-        pytest.fail("the error must be thrown in at asyncio's yield: the coroutine went on")
+        pytest.fail(reason("s2-await.thrown-in"))
     names = [frame.name for frame in traceback.extract_tb(task.exception().__traceback__)]
-    assert "foreign" in names and "sleep" in names, f"the error lands at the await: {names}"
+    assert "foreign" in names and "sleep" in names, reason(
+        "s2-await.the-error-lands-at-the", names=names
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -286,7 +293,9 @@ def test_the_async_crawler_fetches_side_by_side(loop: EventLoop) -> None:
     with serve(site) as base_url:
         crawler = AsyncCrawler([base_url], Options(max_tasks=4))
         run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S)  # type: ignore[arg-type]
-        assert site.max_in_flight == 4, f"{site.max_in_flight} fetches at once, not 4"
+        assert site.max_in_flight == 4, reason(
+            "s2-await.fetches-at-once-not-4", value0=site.max_in_flight
+        )
     assert_matches_oracle(crawler.result(), site.expected(base_url))
 
 
@@ -302,4 +311,6 @@ def test_the_trace_follows_each_step_down_the_chain_of_awaits(loop: EventLoop) -
     assert_matches_oracle(crawler.result(), site.expected(base_url, ignore_robots=True))
     chains = [line.split()[2] for line in out.getvalue().splitlines() if len(line.split()) > 2]
     reading = "work>fetch>request>wait>sock_recv>_when_ready"
-    assert reading in chains, f"no step resumed {reading}; the steps: {sorted(set(chains))}"
+    assert reading in chains, reason(
+        "s2-await.no-step-resumed-the-steps", reading=reading, value3=sorted(set(chains))
+    )

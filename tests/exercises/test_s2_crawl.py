@@ -12,6 +12,7 @@ import time
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
 
 from shared.crawling import Options
@@ -43,18 +44,15 @@ class Watched(Crawler):
             raise
 
     def news(self) -> str:
-        """The first exception that ended a worker, as the start of a failure message."""
+        """The first exception that ended a worker, as a cause of the failure ("" if none)."""
         if not self.worker_errors:
             return ""
         error = self.worker_errors[0]
-        return f"a worker ended with {type(error).__name__}: {error}; then "
+        return reason("s2-crawl.worker-ended", error=f"{type(error).__name__}: {error}")
 
     def stuck(self) -> str:
-        """Why a crawl may never end, as the start of a failure message."""
-        return self.news() or (
-            "the queue's work never ended: a worker takes URL after URL, and each q.get() "
-            "needs its q.task_done(), even when the fetch raises; "
-        )
+        """Why a crawl may never end, as a cause of the failure."""
+        return self.news() or reason("s2-crawl.never-ended")
 
 
 def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
@@ -64,9 +62,7 @@ def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
 
 
 SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers
-NEVER_ENDED = (
-    "crawl() never returned: it joins the queue, then cancels each worker and waits for it; "
-)
+NEVER_ENDED = reason("s2-crawl.never-returned")
 
 
 def crawl_stand_in(loop: EventLoop, crawler: Crawler) -> None:
@@ -119,11 +115,11 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done(loop: EventLoop
     roots = ["http://one.invalid/", "http://two.invalid/"]
     crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
     crawl_stand_in(loop, crawler)
-    assert crawler.started == 3, f"{crawler.started} workers started, not max_tasks = 3"
-    expected = {root + "".join(path) for root in roots for path in paths(3)}
-    assert sorted(crawler.finished) == sorted(expected), (
-        "a URL put in the queue was never finished by a worker"
+    assert crawler.started == 3, reason(
+        "s2-crawl.workers-started-not-max-tasks", value0=crawler.started
     )
+    expected = {root + "".join(path) for root in roots for path in paths(3)}
+    assert sorted(crawler.finished) == sorted(expected), reason("s2-crawl.a-url-put-in-the")
 
 
 def paths(depth: int) -> list[str]:
@@ -139,8 +135,10 @@ def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
     """Before the workers start: the queue, no robots.txt fetch yet, no host's slots yet."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=2, max_redirect=0))
     crawl_stand_in(loop, crawler)
-    assert crawler.shared == [("Queue", "dict", "dict")] * 2, f"types of {SHARED}"
-    assert crawler.robots_known == [{}, {}], "robots_tasks must start empty"
+    assert crawler.shared == [("Queue", "dict", "dict")] * 2, reason(
+        "s2-crawl.types-of", value1=SHARED
+    )
+    assert crawler.robots_known == [{}, {}], reason("s2-crawl.robots-tasks-must-start-empty")
 
 
 @pytest.mark.task(taskno=1)
@@ -148,9 +146,11 @@ def test_crawl_cancels_the_workers_and_waits_for_them(loop: EventLoop) -> None:
     """When join() returns, the idle workers are cancelled, and crawl() waits for each."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=4, max_redirect=2))
     crawl_stand_in(loop, crawler)
-    assert len(crawler.finished) == 7, f"{len(crawler.finished)} URLs finished, not 7"
-    assert crawler.stopped == 4, (
-        f"crawl() returned with {4 - crawler.stopped} of 4 workers not yet stopped"
+    assert len(crawler.finished) == 7, reason(
+        "s2-crawl.urls-finished-not-7", value0=len(crawler.finished)
+    )
+    assert crawler.stopped == 4, reason(
+        "s2-crawl.crawl-returned-with-of-4", value1=4 - crawler.stopped
     )
 
 
@@ -163,9 +163,9 @@ def test_a_cancelled_crawl_cancels_its_workers(loop: EventLoop) -> None:
     start = time.monotonic()
     with pytest.raises(CancelledError):
         run(loop, main)
-    assert time.monotonic() - start < 2, "the cancelled crawl went on"
-    assert main.cancelled(), "cancelling the crawl must cancel it, and its workers"
-    assert crawler.stopped == 3, "a worker still runs after the crawl was cancelled"
+    assert time.monotonic() - start < 2, reason("s2-crawl.the-cancelled-crawl-went-on")
+    assert main.cancelled(), reason("s2-crawl.cancelling-the-crawl-must-cancel")
+    assert crawler.stopped == 3, reason("s2-crawl.a-worker-still-runs-after")
 
 
 # --- Task 2: Crawler.work -----------------------------------------------------------------------
@@ -180,10 +180,10 @@ def test_the_default_site_gives_the_oracles_pages_and_records(
     result = crawl(loop, Watched([base_url]))
     assert_matches_oracle(result, site.expected(base_url))
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
-    assert requested == {url: exp.tries for url, exp in site.expected(base_url).items()}, (
-        "a URL was requested more or fewer times than the oracle says"
+    assert requested == {url: exp.tries for url, exp in site.expected(base_url).items()}, reason(
+        "s2-crawl.a-url-was-requested-more"
     )
-    assert next(iter(site.requests)) == "/robots.txt", "a page was fetched before robots.txt"
+    assert next(iter(site.requests)) == "/robots.txt", reason("s2-crawl.a-page-was-fetched-before")
 
 
 @pytest.mark.task(taskno=2)
@@ -194,7 +194,7 @@ def test_robots_txt_is_obeyed(loop: EventLoop) -> None:
         result = crawl(loop, Watched([base_url]))
     assert_matches_oracle(result, site.expected(base_url))
     assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))], (
-        "a page robots.txt forbids was requested"
+        reason("s2-crawl.a-page-robots-txt-forbids")
     )
 
 
@@ -206,14 +206,14 @@ def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
     site, base_url = default_site
     result = crawl(loop, Watched([base_url], Options(fail_on="/traps/")))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
-    assert base_url + "traps/" in failed, (
-        f"{base_url}traps/ was not recorded as failed with ParseError"
+    assert base_url + "traps/" in failed, reason(
+        "s2-crawl.traps-was-not-recorded-as", base_url=base_url
     )
     assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed), (
-        "a failed page must be recorded with no status, after one try"
+        reason("s2-crawl.a-failed-page-must-be")
     )
     pages = {url for url in site.expected(base_url) if "/p/" in url}
-    assert pages and pages <= result.urls, "the crawl stopped at the bug"
+    assert pages and pages <= result.urls, reason("s2-crawl.the-crawl-stopped-at-the")
 
 
 @pytest.mark.task(taskno=2)
@@ -222,7 +222,7 @@ def test_the_workers_fetch_side_by_side(loop: EventLoop) -> None:
     site = Site(pages=60, traps=False, latency=0.05)
     with serve(site) as base_url:
         result = crawl(loop, Watched([base_url], Options(max_tasks=4)))
-        assert site.max_in_flight == 4, (
-            f"the server saw {site.max_in_flight} requests at once, not 4: workers fetch together"
+        assert site.max_in_flight == 4, reason(
+            "s2-crawl.the-server-saw-requests-at", value1=site.max_in_flight
         )
     assert_matches_oracle(result, site.expected(base_url))

@@ -13,6 +13,7 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine, Future, InvalidStateError
@@ -34,16 +35,16 @@ def waiter(fut: Future[T]) -> Coroutine[T]:
 def test_set_result_settles_the_future_once(loop: EventLoop) -> None:
     """set_result stores the value; after that the future refuses any other outcome."""
     fut: Future[int] = Future()
-    assert not fut.done(), "a new future is pending"
+    assert not fut.done(), reason("s2-future.new-pending")
     fut.set_result(7)
-    assert fut.done() and not fut.cancelled(), "after set_result the future is done"
-    assert fut.result() == 7 and fut.exception() is None, "the future should hold its result"
-    with raises(InvalidStateError, "a second set_result must raise: a future settles once"):
+    assert fut.done() and not fut.cancelled(), reason("s2-future.done-after-result")
+    assert fut.result() == 7 and fut.exception() is None, reason("s2-future.holds-result")
+    with raises(InvalidStateError, reason("s2-future.settles-once")):
         fut.set_result(8)
-    with raises(InvalidStateError, "set_exception on a done future must raise"):
+    with raises(InvalidStateError, reason("s2-future.exception-after-done")):
         fut.set_exception(ValueError("too late"))
-    assert fut.cancel() is False, "a done future cannot be cancelled"
-    assert fut.result() == 7, "the first outcome stays"
+    assert fut.cancel() is False, reason("s2-future.done-not-cancellable")
+    assert fut.result() == 7, reason("s2-future.first-stays")
 
 
 @pytest.mark.task(taskno=1)
@@ -52,13 +53,11 @@ def test_set_exception_stores_the_error_for_result_to_raise(loop: EventLoop) -> 
     fut: Future[int] = Future()
     error = ValueError("bad page")
     fut.set_exception(error)
-    assert fut.done() and not fut.cancelled(), (
-        "after set_exception the future is done, not cancelled"
-    )
-    assert fut.exception() is error, "exception() must give the very error set"
+    assert fut.done() and not fut.cancelled(), reason("s2-future.done-not-cancelled")
+    assert fut.exception() is error, reason("s2-future.same-exception")
     with pytest.raises(ValueError) as info:
         fut.result()
-    assert info.value is error, "result() must raise the very error set"
+    assert info.value is error, reason("s2-future.raises-same")
     with pytest.raises(InvalidStateError):
         fut.set_result(1)
 
@@ -67,11 +66,11 @@ def test_set_exception_stores_the_error_for_result_to_raise(loop: EventLoop) -> 
 def test_cancel_settles_the_future_as_cancelled(loop: EventLoop) -> None:
     """cancel() is the third way to settle: result() then raises CancelledError."""
     fut: Future[int] = Future()
-    assert fut.cancel() is True, "cancel() of a pending future must return True"
-    assert fut.done() and fut.cancelled(), "after cancel() the future is done and cancelled"
+    assert fut.cancel() is True, reason("s2-future.cancel-pending")
+    assert fut.done() and fut.cancelled(), reason("s2-future.cancelled-done")
     with pytest.raises(CancelledError):
         fut.result()
-    assert fut.cancel() is False, "cancel() of a done future must return False"
+    assert fut.cancel() is False, reason("s2-future.cancel-done")
     with pytest.raises(InvalidStateError):
         fut.set_result(1)
 
@@ -87,12 +86,12 @@ def test_callbacks_run_on_the_loop_not_inside_set_result(loop: EventLoop) -> Non
     fut.add_done_callback(lambda f: seen.append(("first", f)))
     fut.add_done_callback(lambda f: seen.append(("second", f.result())))
     fut.set_result(5)
-    assert seen == [], "set_result called the callbacks itself: schedule them with call_soon"
+    assert seen == [], reason("s2-future.called-itself")
     loop.run_once()
-    assert seen == [("first", fut), ("second", 5)], "each callback gets the future, in order"
+    assert seen == [("first", fut), ("second", 5)], reason("s2-future.callback-order")
     loop.call_soon(lambda: None)  # give the loop one more turn with something to run
     loop.run_once()
-    assert len(seen) == 2, "a callback ran twice"
+    assert len(seen) == 2, reason("s2-future.ran-twice")
 
 
 @pytest.mark.task(taskno=2)
@@ -102,16 +101,14 @@ def test_a_callback_added_to_a_done_future_is_scheduled_too(loop: EventLoop) -> 
     fut.set_result("ready")
     seen: list[str] = []
     fut.add_done_callback(lambda f: seen.append(f.result()))
-    assert seen == [], "the callback ran inside add_done_callback: schedule it instead"
+    assert seen == [], reason("s2-future.ran-inside")
     try:
         loop.run_once()
     except RuntimeError as exc:
         if isinstance(exc, NotImplementedError):
             raise
-        pytest.fail(f"{exc}: a callback added to a future already done must be scheduled, not kept")
-    assert seen == ["ready"], (
-        f"ran {seen}: a callback added to a future already done must be scheduled, not kept"
-    )
+        pytest.fail(reason("s2-future.late-callback", why=exc))
+    assert seen == ["ready"], reason("s2-future.late-callback", why=f"ran {seen}")
 
 
 @pytest.mark.task(taskno=2)
@@ -125,8 +122,8 @@ def test_failure_and_cancellation_run_the_callbacks_too(loop: EventLoop) -> None
     failed.set_exception(ValueError("bad"))
     cancelled.cancel()
     loop.run_once()
-    assert seen == ["failed: bad", "cancelled: True"], (
-        f"ran {seen}: set_exception and cancel must run the callbacks too"
+    assert seen == ["failed: bad", "cancelled: True"], reason(
+        "s2-future.settle-runs-callbacks", seen=seen
     )
 
 
@@ -146,9 +143,9 @@ def test_a_chain_of_futures_resolving_each_other_keeps_the_stack_flat(loop: Even
     for fut, following in pairwise(futures):
         fut.add_done_callback(partial(pass_on, following))
     futures[0].set_result(0)
-    assert run(loop, futures[-1]) == 1999, "the chain of futures did not end with 1999"
-    assert len(depths) == 1999, f"{len(depths)} callbacks ran, not 1999"
-    assert max(depths) == min(depths), "the stack grew along the chain: callbacks ran inline"
+    assert run(loop, futures[-1]) == 1999, reason("s2-future.chain-end")
+    assert len(depths) == 1999, reason("s2-future.callbacks-ran", count=len(depths))
+    assert max(depths) == min(depths), reason("s2-future.stack-grew")
 
 
 def stack_depth() -> int:
@@ -167,13 +164,11 @@ def test_yield_from_a_pending_future_hands_it_to_the_driver(loop: EventLoop) -> 
     """A coroutine at `yield from future` yields the future itself, then returns its result."""
     fut: Future[int] = Future()
     coro = waiter(fut)
-    assert coro.send(None) is fut, "the driver must receive the future it should wait for"
+    assert coro.send(None) is fut, reason("s2-future.driver-gets-future")
     fut.set_result(42)
-    with raises(StopIteration, "resumed, the coroutine should return") as stop:
+    with raises(StopIteration, reason("s2-future.resumed-returns")) as stop:
         coro.send(None)  # resumed: the coroutine reads the result from the future itself
-    assert stop.value.value == 42, (
-        f"`yield from future` gave {stop.value.value!r}, not the future's result"
-    )
+    assert stop.value.value == 42, reason("s2-future.gave", value=repr(stop.value.value))
 
 
 @pytest.mark.task(taskno=3)
@@ -181,11 +176,9 @@ def test_yield_from_a_done_future_does_not_pause(loop: EventLoop) -> None:
     """Footnote 12: a future that is already done returns (or raises) without a pause."""
     done: Future[int] = Future()
     done.set_result(42)
-    with raises(StopIteration, "a future already done must not pause its waiter") as stop:
+    with raises(StopIteration, reason("s2-future.no-pause")) as stop:
         waiter(done).send(None)  # the very first send finishes the coroutine
-    assert stop.value.value == 42, (
-        f"`yield from future` gave {stop.value.value!r}, not the future's result"
-    )
+    assert stop.value.value == 42, reason("s2-future.gave", value=repr(stop.value.value))
     failed: Future[int] = Future()
     failed.set_exception(ValueError("failed before anyone waited"))
     with pytest.raises(ValueError, match="failed before anyone waited"):
@@ -197,7 +190,7 @@ def test_a_failed_future_raises_at_the_yield_from(loop: EventLoop) -> None:
     """The exception stored in the future comes out of `yield from`, after a pause too."""
     fut: Future[int] = Future()
     coro = waiter(fut)
-    assert coro.send(None) is fut, "the driver must receive the future it should wait for"
+    assert coro.send(None) is fut, reason("s2-future.driver-gets-future")
     fut.set_exception(ValueError("connection reset"))
     with pytest.raises(ValueError, match="connection reset"):
         coro.send(None)
@@ -217,9 +210,7 @@ def test_tasks_wait_for_one_future_with_yield_from(loop: EventLoop) -> None:
         first, second = Task(waiter(fut)), Task(waiter(fut))
         return [(yield from first), (yield from second)]
 
-    assert run(loop, both()) == ["page", "page"], (
-        "two tasks waiting on one future should both get its result"
-    )
+    assert run(loop, both()) == ["page", "page"], reason("s2-future.both-get-result")
 
 
 @pytest.mark.task(taskno=3)
@@ -234,6 +225,4 @@ def test_try_except_around_yield_from_a_future_catches_its_error(loop: EventLoop
         except ConnectionResetError as exc:
             return f"caught: {exc}"
 
-    assert run(loop, careful()) == "caught: reset by peer", (
-        "a try around `yield from future` should catch the future's error"
-    )
+    assert run(loop, careful()) == "caught: reset by peer", reason("s2-future.try-catches")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine
@@ -17,7 +18,7 @@ from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.tasks import Task, sleep
 
-NOT_WOKEN = "a getter nobody wakes: put_nowait() wakes the futures in self._getters; "
+NOT_WOKEN = reason("s2-queue.getter-not-woken")
 
 T = TypeVar("T")
 
@@ -31,9 +32,7 @@ def test_get_returns_the_items_first_in_first_out(loop: EventLoop) -> None:
     q: Queue[str] = Queue()
     for item in ("a", "b", "c"):
         q.put_nowait(item)
-    assert [run(loop, q.get()) for _ in range(3)] == ["a", "b", "c"], (
-        "get() must return the items first in, first out"
-    )
+    assert [run(loop, q.get()) for _ in range(3)] == ["a", "b", "c"], reason("s2-queue.fifo")
 
 
 @pytest.mark.task(taskno=1)
@@ -54,8 +53,8 @@ def test_get_waits_while_the_queue_is_empty(loop: EventLoop) -> None:
         return item
 
     item = run(loop, consumer(), explain=lambda: NOT_WOKEN)
-    assert item == "item", f"get() returned {item!r}, not the item put"
-    assert events == ["put", "got"], f"the events were {events}: get() must wait for the put"
+    assert item == "item", reason("s2-queue.returned", item=repr(item))
+    assert events == ["put", "got"], reason("s2-queue.events", events=events)
 
 
 @pytest.mark.task(taskno=1)
@@ -72,17 +71,14 @@ def test_a_getter_that_finds_the_item_gone_waits_again(loop: EventLoop) -> None:
         yield from sleep(0)  # both getters now wait
         q.put_nowait(1)
         yield from sleep(0.01)
-        assert got == [1], f"got {got}: one getter gets the one item"
-        assert [first.done(), second.done()].count(True) == 1, (
-            "both getters or neither finished: a getter woken for an item another took must "
-            "wait again (a while, not an if)"
-        )
+        assert got == [1], reason("s2-queue.one-getter", got=got)
+        assert [first.done(), second.done()].count(True) == 1, reason("s2-queue.if-not-while")
         q.put_nowait(2)
         yield from first
         yield from second
 
     run(loop, main())
-    assert got == [1, 2], f"got {got}, not [1, 2]: each item goes to one getter"
+    assert got == [1, 2], reason("s2-queue.each-item", got=got)
 
 
 @pytest.mark.task(taskno=1)
@@ -103,8 +99,8 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
         yield from second
 
     run(loop, main())
-    assert got == [("second", "x")], f"got {got}: an item must not be lost to a cancelled getter"
-    assert first.cancelled(), "the cancelled getter should be cancelled"
+    assert got == [("second", "x")], reason("s2-queue.lost-item", got=got)
+    assert first.cancelled(), reason("s2-queue.cancelled-getter")
 
 
 # --- Task 2: Queue.task_done --------------------------------------------------------------------
@@ -114,14 +110,14 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
 def test_task_done_counts_each_item_once(loop: EventLoop) -> None:
     """One task_done() per item put; one more is a bug, and says so with ValueError."""
     q: Queue[int] = Queue()
-    too_many = "task_done() with no unfinished item must raise ValueError"
+    too_many = reason("s2-queue.too-many-done")
     with raises(ValueError, too_many):
         q.task_done()  # nothing was put
     q.put_nowait(1)
     q.put_nowait(2)
-    assert run(loop, q.get()) == 1, "get() must return the first item put"
+    assert run(loop, q.get()) == 1, reason("s2-queue.first-item")
     q.task_done()
-    assert run(loop, q.get()) == 2, "get() must return the second item put"
+    assert run(loop, q.get()) == 2, reason("s2-queue.second-item")
     q.task_done()
     with raises(ValueError, too_many):
         q.task_done()
@@ -133,9 +129,9 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
     q: Queue[int] = Queue()
     q.put_nowait(1)
     q.task_done()  # allowed: one item was put
-    with raises(ValueError, "task_done() with no unfinished item must raise ValueError"):
+    with raises(ValueError, reason("s2-queue.too-many-done")):
         q.task_done()
-    assert run(loop, q.get()) == 1, "task_done() must not remove the item"
+    assert run(loop, q.get()) == 1, reason("s2-queue.item-stays")
 
 
 # --- Task 3: Queue.join (and task_done waking it) ------------------------------------------
@@ -145,7 +141,7 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
 def test_join_returns_at_once_when_no_work_is_unfinished(loop: EventLoop) -> None:
     """Nothing put, or everything done: join() has nothing to wait for."""
     q: Queue[int] = Queue()
-    at_once = "join() waited with no unfinished work: it must return at once; "
+    at_once = reason("s2-queue.join-at-once")
     run(loop, q.join(), explain=lambda: at_once)
     q.put_nowait(1)
     run(loop, q.get())
@@ -169,13 +165,13 @@ def test_join_wakes_on_the_last_task_done_and_not_before(loop: EventLoop) -> Non
         waiting = Task(joiner())
         for _ in range(3):
             yield from sleep(0)  # give the joiner every chance to run
-            assert joined == [], "join() returned before the last task_done()"
+            assert joined == [], reason("s2-queue.join-early")
             yield from q.get()
             q.task_done()
         yield from waiting
-        assert joined == ["joined"], "join() did not return after the last task_done()"
+        assert joined == ["joined"], reason("s2-queue.join-late")
 
-    never_woken = "join() was never woken: the last task_done() must wake the joiners; "
+    never_woken = reason("s2-queue.join-never-woken")
     run(loop, main(), explain=lambda: never_woken)
 
 
@@ -194,8 +190,8 @@ def test_join_waits_again_when_new_work_arrives(loop: EventLoop) -> None:
         yield from sleep(0.01)
         return joiner.done()
 
-    assert run(loop, main()) is False, "join() did not wait for the new item"
-    assert run(loop, q.get()) == 2, "get() must return the second item put"
+    assert run(loop, main()) is False, reason("s2-queue.join-new-item")
+    assert run(loop, q.get()) == 2, reason("s2-queue.second-item")
     q.task_done()
     run(loop, joiner)
 
@@ -206,17 +202,14 @@ def test_join_waits_for_an_item_taken_but_not_yet_done(loop: EventLoop) -> None:
     though the queue is empty. join() counts unfinished tasks, not the items held."""
     q: Queue[int] = Queue()
     q.put_nowait(1)
-    assert run(loop, q.get()) == 1, "get() must return the item put"
+    assert run(loop, q.get()) == 1, reason("s2-queue.the-item")
     joiner = Task(q.join())
 
     def main() -> Coroutine[bool]:
         yield from sleep(0.01)
         return joiner.done()
 
-    assert run(loop, main()) is False, (
-        "join() returned while an item taken by get() was not yet done: it must wait for "
-        "task_done(), not for the queue to be empty"
-    )
+    assert run(loop, main()) is False, reason("s2-queue.join-empty")
     q.task_done()
     run(loop, joiner)
 
@@ -233,8 +226,8 @@ def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> Non
         yield from sleep(0)  # both joiners now wait
         quitter.cancel()
         yield from sleep(0)  # one turn of the loop: the cancelled joiner's last step
-        assert quitter.cancelled(), "the joiner cancelled should be cancelled"
-        assert not stayer.done(), "the other joiner was woken or cancelled too"
+        assert quitter.cancelled(), reason("s2-queue.joiner-cancelled")
+        assert not stayer.done(), reason("s2-queue.other-joiner")
         yield from q.get()
         q.task_done()
         yield from stayer
@@ -273,9 +266,5 @@ def test_workers_and_join_visit_every_node_the_chapters_way(loop: EventLoop) -> 
                 yield from worker
 
     run(loop, crawl())
-    assert sorted(visited) == sorted(seen), (
-        "the workers did not visit every node the queue was given"
-    )
-    assert len(visited) == len(set(visited)) > 10, (
-        "a node was visited twice, or too few were visited"
-    )
+    assert sorted(visited) == sorted(seen), reason("s2-queue.not-every-node")
+    assert len(visited) == len(set(visited)) > 10, reason("s2-queue.visited-twice")

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from stage2_generators.futures import CancelledError, Coroutine
@@ -23,7 +24,7 @@ from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
 Pair = tuple[socket.socket, socket.socket]  # two connected sockets
-WRITABLE = "a connect ends when the socket turns writable (not readable): wait for that; "
+WRITABLE = reason("s2-sockets.wait-writable")
 
 
 @pytest.fixture
@@ -50,10 +51,10 @@ def test_recv_waits_until_the_data_arrives(loop: EventLoop, pair: Pair) -> None:
     """sock_recv on an empty socket waits for it to be readable, then returns the bytes."""
     ours, theirs = pair
     loop.call_later(0.02, theirs.send, b"hello")
-    assert run(loop, sock_recv(ours, 100)) == b"hello", (
-        "sock_recv() should return the bytes the peer sent"
+    assert run(loop, sock_recv(ours, 100)) == b"hello", reason(
+        "s2-sockets.sock-recv-should-return-the"
     )
-    assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
+    assert loop.remove_reader(ours) is False, reason("s2-sockets.still-reading")
 
 
 @pytest.mark.task(taskno=1)
@@ -67,14 +68,12 @@ def test_other_tasks_run_while_a_socket_waits(loop: EventLoop, pair: Pair) -> No
         for tick in range(3):
             yield from sleep(0.005)
             ticks.append(tick)
-        assert not reader.done(), (
-            "the read ended before any byte arrived: wait until the socket is readable"
-        )
+        assert not reader.done(), reason("s2-sockets.the-read-ended-before-any")
         theirs.send(b"late")
         return (yield from reader)
 
-    assert run(loop, main()) == b"late", "sock_recv() should return the bytes sent later"
-    assert ticks == [0, 1, 2], f"the ticker ran {ticks}: other tasks must run while the read waits"
+    assert run(loop, main()) == b"late", reason("s2-sockets.sock-recv-should-return-the-2")
+    assert ticks == [0, 1, 2], reason("s2-sockets.the-ticker-ran-other-tasks", ticks=ticks)
 
 
 @pytest.mark.task(taskno=1)
@@ -99,10 +98,10 @@ def test_sendall_and_recv_move_a_megabyte_in_both_directions_at_once(
             yield from task
         return got
 
-    assert run(loop, main()) == (payload, payload), "both sides should read what the other sent"
+    assert run(loop, main()) == (payload, payload), reason("s2-sockets.both-sides-should-read-what")
     for sock in pair:
-        assert loop.remove_reader(sock) is False and loop.remove_writer(sock) is False, (
-            "the socket is still registered: unregister it however the wait ends"
+        assert loop.remove_reader(sock) is False and loop.remove_writer(sock) is False, reason(
+            "s2-sockets.the-socket-is-still-registered"
         )
 
 
@@ -115,7 +114,7 @@ def test_an_error_of_the_socket_call_is_raised_in_the_coroutine(
     theirs.close()
     with pytest.raises(OSError):  # BrokenPipeError or ConnectionResetError
         run(loop, sock_sendall(ours, b"anyone there?"))
-    assert loop.remove_writer(ours) is False, "the socket is still registered for writing"
+    assert loop.remove_writer(ours) is False, reason("s2-sockets.still-writing")
 
 
 @pytest.mark.task(taskno=1)
@@ -134,13 +133,12 @@ def test_a_call_that_would_block_waits_for_the_next_wake_up(loop: EventLoop, pai
     try:
         outcome = run(loop, _when_ready(ours, False, attempt))
     except BlockingIOError:
-        pytest.fail(
-            "attempt() raised BlockingIOError and the wait ended: it means the socket would "
-            "block after all, so wait for the next wake-up"
-        )
-    assert outcome == "third time", f"the wait ended with {outcome!r}, not attempt()'s result"
-    assert len(calls) == 3, f"attempt() ran {len(calls)} times, not 3"
-    assert loop.remove_reader(ours) is False, "the socket is still registered for reading"
+        pytest.fail(reason("s2-sockets.attempt-raised-blockingioerror-and-the"))
+    assert outcome == "third time", reason(
+        "s2-sockets.the-wait-ended-with-not", outcome=repr(outcome)
+    )
+    assert len(calls) == 3, reason("s2-sockets.attempt-ran-times-not-3", calls_count=len(calls))
+    assert loop.remove_reader(ours) is False, reason("s2-sockets.still-reading")
 
 
 @pytest.mark.task(taskno=1)
@@ -154,7 +152,7 @@ def test_a_cancelled_wait_unregisters_its_socket(loop: EventLoop, pair: Pair) ->
 
     with pytest.raises(TimeoutError):
         run(loop, bounded())
-    assert loop.remove_reader(ours) is False, "the cancelled wait left its socket registered"
+    assert loop.remove_reader(ours) is False, reason("s2-sockets.the-cancelled-wait-left-its")
 
 
 @pytest.mark.task(taskno=1)
@@ -163,12 +161,12 @@ def test_a_wake_up_that_comes_after_a_cancel_consumes_nothing(loop: EventLoop, p
     ours, theirs = pair
     reader = Task(sock_recv(ours, 100))
     loop.run_once()  # the first step: nothing to read, so the task waits for the socket
-    assert not reader.done(), "the read ended although nothing arrived"
+    assert not reader.done(), reason("s2-sockets.the-read-ended-although-nothing")
     theirs.send(b"data")
     loop.call_soon(reader.cancel)  # ready before the loop polls: it runs first
     with pytest.raises(CancelledError):
         run(loop, reader)
-    assert ours.recv(100) == b"data", "a cancelled wait read the bytes and lost them"
+    assert ours.recv(100) == b"data", reason("s2-sockets.a-cancelled-wait-read-the")
 
 
 # --- Task 2: sock_connect -----------------------------------------------------------------------
@@ -180,17 +178,19 @@ def test_connect_to_a_listening_server(loop: EventLoop) -> None:
     with socket.create_server(("127.0.0.1", 0)) as listener, socket.socket() as sock:
         sock.setblocking(False)
         connected = run(loop, sock_connect(sock, listener.getsockname()), explain=lambda: WRITABLE)
-        assert connected is None, f"sock_connect returned {connected!r}, not None"
+        assert connected is None, reason(
+            "s2-sockets.sock-connect-returned-not-none", connected=repr(connected)
+        )
         conn, _ = listener.accept()  # the handshake is complete: accept() does not block
         with conn:
-            assert sock.getpeername() == listener.getsockname(), (
-                "the socket is connected to another address"
+            assert sock.getpeername() == listener.getsockname(), reason(
+                "s2-sockets.the-socket-is-connected-to"
             )
             conn.sendall(b"welcome")
-            assert run(loop, sock_recv(sock, 100)) == b"welcome", (
-                "the connected socket should read the server's welcome"
+            assert run(loop, sock_recv(sock, 100)) == b"welcome", reason(
+                "s2-sockets.the-connected-socket-should-read"
             )
-        assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
+        assert loop.remove_writer(sock) is False, reason("s2-sockets.still-writing")
 
 
 @pytest.mark.task(taskno=2)
@@ -198,13 +198,9 @@ def test_a_refused_connect_raises_connection_refused(loop: EventLoop) -> None:
     """Writable means the handshake ended, not that it worked: the error comes from SO_ERROR."""
     with socket.socket() as sock:
         sock.setblocking(False)
-        refused = (
-            "a refused connect must raise ConnectionRefusedError: writable means the handshake "
-            "ended, and SO_ERROR says how"
-        )
-        with raises(ConnectionRefusedError, refused):
+        with raises(ConnectionRefusedError, reason("s2-sockets.refused")):
             run(loop, sock_connect(sock, ("127.0.0.1", closed_port())), explain=lambda: WRITABLE)
-        assert loop.remove_writer(sock) is False, "the socket is still registered for writing"
+        assert loop.remove_writer(sock) is False, reason("s2-sockets.still-writing")
 
 
 @pytest.mark.task(taskno=2)
@@ -231,6 +227,6 @@ def test_many_connects_wait_side_by_side(loop: EventLoop) -> None:
                 outcomes.append((yield from task))
             return outcomes
 
-        assert run(loop, main()) == ["connected", "refused"] * 10, (
-            "connects that succeed and fail side by side should each end as they should"
+        assert run(loop, main()) == ["connected", "refused"] * 10, reason(
+            "s2-sockets.connects-that-succeed-and-fail"
         )

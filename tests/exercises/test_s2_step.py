@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import (  # noqa: F401 (the fixture `loop`)
     cancel_one_that_catches_it,
     loop_fixture,
@@ -63,8 +64,8 @@ def test_a_coroutine_that_returns_settles_its_task_with_the_value(loop: EventLoo
         return 42
 
     task = Task(answer())
-    assert not task.done(), "creating a task schedules its first step; it does not run it"
-    assert run(loop, task) == 42, "the task should resolve with its coroutine's return value, 42"
+    assert not task.done(), reason("s2-step.creating-a-task-schedules-its")
+    assert run(loop, task) == 42, reason("s2-step.the-task-should-resolve-with")
 
 
 @pytest.mark.task(taskno=1)
@@ -79,8 +80,8 @@ def test_a_step_runs_the_coroutine_up_to_its_next_pause(loop: EventLoop) -> None
 
     task = Task(pauses())
     loop.run_once()
-    assert events == ["started"], f"after one step the coroutine did {events}, not ['started']"
-    assert not task.done(), "a task whose coroutine paused at a pending future is not done"
+    assert events == ["started"], reason("s2-step.after-one-step-the-coroutine", events=events)
+    assert not task.done(), reason("s2-step.a-task-whose-coroutine-paused")
 
 
 @pytest.mark.task(taskno=1)
@@ -98,15 +99,15 @@ def test_the_task_is_the_running_one_while_its_coroutine_runs(loop: EventLoop) -
 
     task = Task(looks())
     loop.run_once()  # the first step, up to `yield from fut`
-    assert seen == [[task]], f"seen {seen}: a step must put its task in _running while it runs"
-    assert tasks._running == [], "a step must take its task out again when the coroutine pauses"
+    assert seen == [[task]], reason("s2-step.seen-a-step-must-put", seen=seen)
+    assert tasks._running == [], reason("s2-step.a-step-must-take-its")
     fut.set_result(None)
     try:
         task._step()  # the second step, by hand: _wakeup (task 2) is not needed for this one
     except ValueError:
-        pytest.fail("the step let the coroutine's ValueError out: store it in the task instead")
-    assert seen == [[task], [task]], "a step must put its task in _running while it runs"
-    assert tasks._running == [], "a step must take its task out again, however it ends"
+        pytest.fail(reason("s2-step.the-step-let-the-coroutine"))
+    assert seen == [[task], [task]], reason("s2-step.a-step-must-put-its")
+    assert tasks._running == [], reason("s2-step.a-step-must-take-its-2")
 
 
 @pytest.mark.task(taskno=1)
@@ -120,11 +121,11 @@ def test_an_exception_settles_the_task_and_the_loop_goes_on(
         raise ValueError("bad page")
 
     task = Task(broken())
-    with raises(ValueError, "a task whose coroutine raised should raise it when asked its result"):
+    with raises(ValueError, reason("s2-step.a-task-whose-coroutine-raised")):
         run(loop, task)
-    assert isinstance(task.exception(), ValueError), "the task should hold the ValueError"
+    assert isinstance(task.exception(), ValueError), reason("s2-step.the-task-should-hold-the")
     text = "\n".join(str(r) for r in logged if r.name == "stage2_generators.loop")
-    assert "Exception in callback" not in text, "the step let the error reach the loop"
+    assert "Exception in callback" not in text, reason("s2-step.the-step-let-the-error")
 
 
 # --- Task 2: _wakeup, and the subscription in _step -----------------------------------------------
@@ -141,7 +142,7 @@ def test_a_task_resumes_when_its_future_is_resolved(loop: EventLoop) -> None:
         return value * 2
 
     outcome = run(loop, doubler())
-    assert outcome == 42, f"got {outcome!r}, not 42: resume the coroutine with the future's value"
+    assert outcome == 42, reason("s2-step.got-not-42-resume-the", outcome=repr(outcome))
 
 
 @pytest.mark.task(taskno=2)
@@ -160,7 +161,9 @@ def test_the_value_travels_down_the_yield_from_chain(loop: EventLoop) -> None:
         return (yield from middle()).upper()
 
     outcome = run(loop, outer())
-    assert outcome == "<CHUNK 1, CHUNK 2>", f"got {outcome!r}: a value was lost on its way down"
+    assert outcome == "<CHUNK 1, CHUNK 2>", reason(
+        "s2-step.got-a-value-was-lost", outcome=repr(outcome)
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -178,8 +181,8 @@ def test_tasks_run_side_by_side_and_wait_for_each_other(loop: EventLoop) -> None
         return [(yield from slow), (yield from fast)]
 
     outcome = run(loop, main())
-    assert outcome == ["SLOW", "FAST"], f"`yield from task` gave {outcome}, not the tasks' values"
-    assert order == ["fast", "slow"], "the tasks did not run side by side"
+    assert outcome == ["SLOW", "FAST"], reason("s2-step.yield-from-task-gave-not", outcome=outcome)
+    assert order == ["fast", "slow"], reason("s2-step.the-tasks-did-not-run")
 
 
 @pytest.mark.task(taskno=2)
@@ -191,9 +194,7 @@ def test_the_chapters_bare_yield_of_a_future_receives_its_value(loop: EventLoop)
         return value  # type: ignore[no-any-return]
 
     outcome = run(loop, early_style())
-    assert outcome == "sent in", (
-        f"`value = yield future` got {outcome!r}: _wakeup must send the future's value too"
-    )
+    assert outcome == "sent in", reason("s2-step.value-lost", outcome=repr(outcome))
 
 
 # --- Task 3: _step throws: errors, cancellation, a bad yield, BaseExceptions, --trace ------------
@@ -211,9 +212,8 @@ def test_an_error_is_thrown_in_at_the_paused_yield_from(loop: EventLoop) -> None
         return "not caught"
 
     outcome = run(loop, careful())
-    assert outcome == "caught: reset by peer", (
-        f"the coroutine ended {outcome!r}: the future's error must be thrown in, so a try "
-        "around its `yield from` catches it; throw() it in"
+    assert outcome == "caught: reset by peer", reason(
+        "s2-step.the-coroutine-ended-the-future", outcome=repr(outcome)
     )
 
 
@@ -231,9 +231,11 @@ def test_the_task_is_the_running_one_when_an_error_is_thrown_in(loop: EventLoop)
 
     task = Task(catches())
     outcome = run(loop, task)
-    assert outcome == "caught", f"the coroutine ended {outcome!r}: throw() the error in"
-    assert seen == [[task]], f"while the error was thrown in, _running was {seen}, not [[task]]"
-    assert tasks._running == [], "a step must take its task out of _running however it ends"
+    assert outcome == "caught", reason(
+        "s2-step.the-coroutine-ended-throw-the", outcome=repr(outcome)
+    )
+    assert seen == [[task]], reason("s2-step.while-the-error-was-thrown", seen=seen)
+    assert tasks._running == [], reason("s2-step.a-step-must-take-its-3")
 
 
 def fail_from_loop() -> Coroutine[None]:
@@ -260,11 +262,13 @@ def test_stack_ripping_cured_the_traceback_has_every_coroutine(
     def outer() -> Coroutine[None]:
         yield from middle()
 
-    with raises(ValueError, "the coroutine's ValueError should fail the task") as info:
+    with raises(ValueError, reason("s2-step.the-coroutine-s-valueerror-should")) as info:
         run(loop, outer())
     wanted = ["outer", "middle", innermost.__name__]
     names = [name for name in frame_names(info.value) if name in wanted]
-    assert names == wanted, f"the traceback shows {names}, not every coroutine {wanted}"
+    assert names == wanted, reason(
+        "s2-step.the-traceback-shows-not-every", names=names, wanted=wanted
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -281,12 +285,10 @@ def test_a_cancelled_future_cancels_the_task_waiting_for_it(loop: EventLoop) -> 
             events.append("finally")
 
     task = Task(waiting())
-    with raises(CancelledError, "a task whose future was cancelled should be cancelled"):
+    with raises(CancelledError, reason("s2-step.a-task-whose-future-was")):
         run(loop, task)
-    assert task.cancelled(), (
-        "the task holds CancelledError as an exception: it should be cancelled, not failed"
-    )
-    assert events == ["finally"], f"the coroutine did {events}: its finally block should run"
+    assert task.cancelled(), reason("s2-step.cancelled-as-exception")
+    assert events == ["finally"], reason("s2-step.the-coroutine-did-its-finally", events=events)
 
 
 @pytest.mark.task(taskno=3)
@@ -305,13 +307,13 @@ def test_task_cancel_lands_at_the_paused_yield_from(loop: EventLoop) -> None:
     def main() -> Coroutine[None]:
         task = Task(stuck())
         yield from sleep(0.01)
-        assert task.cancel() is True, "cancel() of a waiting task should return True"
+        assert task.cancel() is True, reason("s2-step.cancel-of-a-waiting-task")
         yield from task
 
-    with raises(CancelledError, "cancel() should end the task with CancelledError"):
+    with raises(CancelledError, reason("s2-step.cancel-should-end-the-task")):
         run(loop, main())
-    assert events == ["paused", "finally"], (
-        f"the coroutine did {events}: the CancelledError should land at its `yield from`"
+    assert events == ["paused", "finally"], reason(
+        "s2-step.the-coroutine-did-the-cancellederror", events=events
     )
 
 
@@ -320,9 +322,8 @@ def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
     """A coroutine that catches CancelledError and returns gives its task a result."""
 
     outcome = run(loop, cancel_one_that_catches_it())
-    assert outcome == ("cleaned up", False), (
-        f"got {outcome}: a coroutine that catches CancelledError and returns gives its task "
-        "a result, and the task is not cancelled"
+    assert outcome == ("cleaned up", False), reason(
+        "s2-step.got-a-coroutine-that-catches", outcome=outcome
     )
 
 
@@ -348,10 +349,7 @@ def test_a_cancelled_task_may_wait_while_it_cleans_up(loop: EventLoop) -> None:
             return "cancelled again"
 
     outcome = run(loop, main())
-    assert outcome == "cleaned up", (
-        f"the task ended {outcome!r}: it was cancelled again while it cleaned up; a step that "
-        "throws CancelledError in must clear _must_cancel"
-    )
+    assert outcome == "cleaned up", reason("s2-step.cancelled-again", outcome=repr(outcome))
 
 
 @pytest.mark.task(taskno=3)
@@ -365,10 +363,10 @@ def test_a_task_cancelled_before_its_first_step_never_runs(loop: EventLoop) -> N
 
     task = Task(never())
     task.cancel()
-    with raises(CancelledError, "a task cancelled before its first step should be cancelled"):
+    with raises(CancelledError, reason("s2-step.a-task-cancelled-before-its")):
         run(loop, task)
-    assert task.cancelled(), "the task was failed, not cancelled"
-    assert events == [], "the coroutine ran although its task was cancelled before its first step"
+    assert task.cancelled(), reason("s2-step.the-task-was-failed-not")
+    assert events == [], reason("s2-step.the-coroutine-ran-although-its")
 
 
 @pytest.mark.task(taskno=3)
@@ -383,11 +381,13 @@ def test_yielding_a_non_future_fails_the_task_at_the_bad_yield(loop: EventLoop) 
         return "still running"
 
     bad, good = Task(buggy()), Task(fine())
-    assert run(loop, good) == "still running", "one bad task stopped the others"
-    assert bad.done(), "the task that yielded 42 was left hanging"
+    assert run(loop, good) == "still running", reason("s2-step.one-bad-task-stopped-the")
+    assert bad.done(), reason("s2-step.the-task-that-yielded-42")
     error = bad.exception()
-    assert isinstance(error, RuntimeError), f"a bad yield should fail with RuntimeError: {error!r}"
-    assert "buggy" in frame_names(error), "the error is not raised inside the coroutine"
+    assert isinstance(error, RuntimeError), reason(
+        "s2-step.a-bad-yield-should-fail", error=repr(error)
+    )
+    assert "buggy" in frame_names(error), reason("s2-step.the-error-is-not-raised")
 
 
 @pytest.mark.task(taskno=3)
@@ -399,10 +399,12 @@ def test_keyboard_interrupt_settles_the_task_and_stops_the_loop(loop: EventLoop)
         raise KeyboardInterrupt
 
     task = Task(interrupted())
-    with raises(KeyboardInterrupt, "KeyboardInterrupt should go on out of the step"):
+    with raises(KeyboardInterrupt, reason("s2-step.keyboardinterrupt-should-go-on-out")):
         run(loop, task)
-    assert task.done(), "the task was left half-run"
-    assert isinstance(task.exception(), KeyboardInterrupt), "the task should hold the interrupt"
+    assert task.done(), reason("s2-step.the-task-was-left-half")
+    assert isinstance(task.exception(), KeyboardInterrupt), reason(
+        "s2-step.the-task-should-hold-the-2"
+    )
 
 
 class Listener(Observer):
@@ -429,13 +431,21 @@ def test_an_observer_hears_each_resumption_with_its_value_or_error() -> None:
     loop = EventLoop(listener)
     try:
         outcome = run(loop, Task(reader(), name="reader"))
-        assert outcome == "read 42", f"the traced coroutine ended {outcome!r}"
+        assert outcome == "read 42", reason(
+            "s2-step.the-traced-coroutine-ended", outcome=repr(outcome)
+        )
     finally:
         loop.close()
     calls = listener.calls
-    assert [who for who, _ in calls] == ["reader"] * 3, f"the observer heard {calls}: one per step"
-    assert calls[0][1] is None and calls[1][1] == 42, f"the observer heard {calls}: values sent"
-    assert isinstance(calls[2][1], ValueError), f"the observer heard {calls}: the error thrown in"
+    assert [who for who, _ in calls] == ["reader"] * 3, reason(
+        "s2-step.the-observer-heard-one-per", calls=calls
+    )
+    assert calls[0][1] is None and calls[1][1] == 42, reason(
+        "s2-step.the-observer-heard-values-sent", calls=calls
+    )
+    assert isinstance(calls[2][1], ValueError), reason(
+        "s2-step.the-observer-heard-the-error", calls=calls
+    )
 
 
 @pytest.mark.task(taskno=3)
@@ -450,12 +460,14 @@ def test_an_observer_hears_a_cancel_as_the_error_thrown_in() -> None:
     try:
         task = Task(waiter(), name="waiter")
         loop.call_later(0.01, task.cancel)
-        with raises(CancelledError, "the cancelled task should end with CancelledError"):
+        with raises(CancelledError, reason("s2-step.the-cancelled-task-should-end")):
             run(loop, task)
     finally:
         loop.close()
     calls = listener.calls
-    assert [who for who, _ in calls] == ["waiter"] * 2, f"the observer heard {calls}: two steps"
-    assert isinstance(calls[1][1], CancelledError), (
-        f"the observer heard {calls}: the second step throws the CancelledError in"
+    assert [who for who, _ in calls] == ["waiter"] * 2, reason(
+        "s2-step.the-observer-heard-two-steps", calls=calls
+    )
+    assert isinstance(calls[1][1], CancelledError), reason(
+        "s2-step.the-observer-heard-the-second", calls=calls
     )

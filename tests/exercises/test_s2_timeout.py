@@ -12,6 +12,7 @@ import time
 from typing import TypeVar
 
 import pytest
+from reasons import reason
 from stage2_loop import (  # noqa: F401 (the fixture `loop`)
     cancel_one_that_catches_it,
     loop_fixture,
@@ -27,8 +28,8 @@ from stage2_generators.tasks import Task, sleep, timeout
 
 T = TypeVar("T")
 
-NOT_WOKEN = "cancel() must wake the task by cancelling the future it waits on; "
-OUTSIDE = "a cancel from outside the block must stay a CancelledError, even in the timer's turn"
+NOT_WOKEN = reason("s2-timeout.not-woken")
+OUTSIDE = reason("s2-timeout.outside")
 
 
 def live_timers(loop: EventLoop) -> int:
@@ -58,33 +59,37 @@ def test_cancel_lands_at_the_pause_and_the_finally_block_runs_on_the_loop(
     events: list[str] = []
     task = Task(guarded(events))
     loop.run_once()  # the first step: the coroutine now sleeps
-    assert task.cancel() is True, "cancel() of a waiting task must return True"
-    assert events == ["sleeping"], "the clean-up ran inside cancel(): it belongs to the loop"
-    assert not task.done(), "cancel() only asks: the task ends at its next step, on the loop"
+    assert task.cancel() is True, reason("s2-timeout.cancel-of-a-waiting-task")
+    assert events == ["sleeping"], reason("s2-timeout.the-clean-up-ran-inside")
+    assert not task.done(), reason("s2-timeout.cancel-only-asks-the-task")
     start = time.monotonic()
-    with raises(CancelledError, "a cancelled task must end with CancelledError"):
+    with raises(CancelledError, reason("s2-timeout.a-cancelled-task-must-end")):
         run(loop, task, explain=lambda: NOT_WOKEN)
-    assert time.monotonic() - start < 1, "the task slept on: cancel() did not wake it"
-    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
-    assert task.cancelled(), "the task should be cancelled"
-    assert live_timers(loop) == 0, "the sleep's timer was left behind"
+    assert time.monotonic() - start < 1, reason("s2-timeout.the-task-slept-on-cancel")
+    assert events == ["sleeping", "finally"], reason(
+        "s2-timeout.the-coroutine-did-its-finally", events=events
+    )
+    assert task.cancelled(), reason("s2-timeout.the-task-should-be-cancelled")
+    assert live_timers(loop) == 0, reason("s2-timeout.the-sleep-s-timer-was")
 
 
 @pytest.mark.task(taskno=1)
 def test_cancel_says_whether_there_was_anything_to_cancel(loop: EventLoop) -> None:
     """False for a task that is done already, whose result stays as it was."""
     task = Task(guarded([], delay=0))
-    assert run(loop, task) == "slept", "the task should finish its sleep"
-    assert task.cancel() is False, "cancel() of a task that is done must return False"
-    assert not task.cancelled() and task.result() == "slept", "a done task's result must stay"
+    assert run(loop, task) == "slept", reason("s2-timeout.the-task-should-finish-its")
+    assert task.cancel() is False, reason("s2-timeout.cancel-of-a-task-that")
+    assert not task.cancelled() and task.result() == "slept", reason(
+        "s2-timeout.a-done-task-s-result"
+    )
 
 
 @pytest.mark.task(taskno=1)
 def test_a_coroutine_may_catch_its_cancellation(loop: EventLoop) -> None:
     """A coroutine that catches CancelledError and returns gives its task a result."""
 
-    assert run(loop, cancel_one_that_catches_it()) == ("cleaned up", False), (
-        "a coroutine that catches CancelledError and returns gives its task a result"
+    assert run(loop, cancel_one_that_catches_it()) == ("cleaned up", False), reason(
+        "s2-timeout.a-coroutine-that-catches-cancellederror"
     )
 
 
@@ -93,12 +98,10 @@ def test_a_task_cancelled_before_it_started_never_runs(loop: EventLoop) -> None:
     """Cancelled between Task() and its first step: the coroutine's body never runs."""
     events: list[str] = []
     task = Task(guarded(events))
-    assert task.cancel() is True, "cancel() of a task not yet started must return True"
-    with raises(CancelledError, "the cancelled task should end with CancelledError"):
+    assert task.cancel() is True, reason("s2-timeout.cancel-of-a-task-not")
+    with raises(CancelledError, reason("s2-timeout.the-cancelled-task-should-end")):
         run(loop, task)
-    assert events == [] and task.cancelled(), (
-        "a task cancelled before it started must never run, and be cancelled"
-    )
+    assert events == [] and task.cancelled(), reason("s2-timeout.a-task-cancelled-before-it")
 
 
 @pytest.mark.task(taskno=1)
@@ -115,14 +118,16 @@ def test_cancelling_a_task_cancels_the_task_it_waits_for(loop: EventLoop) -> Non
     def main() -> Coroutine[None]:
         yield from sleep(0.01)
         waiting.cancel()
-        with raises(CancelledError, "the cancelled task should end with CancelledError"):
+        with raises(CancelledError, reason("s2-timeout.the-cancelled-task-should-end")):
             yield from waiting
 
     run(loop, main())
-    assert waiting.cancelled() and inner.cancelled(), (
-        "cancelling a task must cancel the task it waits on"
+    assert waiting.cancelled() and inner.cancelled(), reason(
+        "s2-timeout.cancelling-a-task-must-cancel"
     )
-    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
+    assert events == ["sleeping", "finally"], reason(
+        "s2-timeout.the-coroutine-did-its-finally", events=events
+    )
 
 
 @pytest.mark.task(taskno=1)
@@ -131,16 +136,16 @@ def test_cancel_counts_every_request(loop: EventLoop) -> None:
     events: list[str] = []
     task = Task(guarded(events))
     loop.run_once()  # the coroutine now sleeps
-    assert task.cancel() is True, "cancel() of a waiting task must return True"
-    assert task.cancel() is True, "the first request has not landed: the task is not done"
-    assert task.cancelling() == 2, "each cancel() of a task not done counts"
-    with raises(CancelledError, "the cancelled task should end with CancelledError"):
+    assert task.cancel() is True, reason("s2-timeout.cancel-of-a-waiting-task")
+    assert task.cancel() is True, reason("s2-timeout.the-first-request-has-not")
+    assert task.cancelling() == 2, reason("s2-timeout.each-cancel-of-a-task")
+    with raises(CancelledError, reason("s2-timeout.the-cancelled-task-should-end")):
         run(loop, task)
-    assert events == ["sleeping", "finally"], (
-        f"the coroutine did {events}: its finally must run once"
+    assert events == ["sleeping", "finally"], reason(
+        "s2-timeout.the-coroutine-did-its-finally-2", events=events
     )
-    assert task.cancel() is False, "cancel() of a task that is done must return False"
-    assert task.cancelling() == 2, "a task that is done counts no more requests"
+    assert task.cancel() is False, reason("s2-timeout.cancel-of-a-task-that")
+    assert task.cancelling() == 2, reason("s2-timeout.a-task-that-is-done")
 
 
 @pytest.mark.task(taskno=1)
@@ -150,7 +155,7 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
     me: list[Task[None]] = []
 
     def selfish() -> Coroutine[None]:
-        assert me[0].cancel() is True, "a task may cancel itself: cancel() must return True"
+        assert me[0].cancel() is True, reason("s2-timeout.a-task-may-cancel-itself")
         events.append("asked")
         try:
             fut: Future[None] = Future()
@@ -162,10 +167,10 @@ def test_a_task_may_cancel_itself(loop: EventLoop) -> None:
             raise
 
     me.append(Task(selfish()))
-    with raises(CancelledError, "the cancelled task should end with CancelledError"):
+    with raises(CancelledError, reason("s2-timeout.the-cancelled-task-should-end")):
         run(loop, me[0])
-    assert events == ["asked", "cancelled"], (
-        f"the coroutine did {events}: a task that cancels itself is cancelled at its next pause"
+    assert events == ["asked", "cancelled"], reason(
+        "s2-timeout.the-coroutine-did-a-task", events=events
     )
 
 
@@ -181,17 +186,17 @@ def bounded(delay: float, coro: Coroutine[T]) -> Coroutine[T]:
 @pytest.mark.task(taskno=2)
 def test_a_result_in_time_passes_through_and_leaves_no_timer(loop: EventLoop) -> None:
     """Done before the timeout: its value comes back, and the timeout's timer is cancelled."""
-    assert run(loop, bounded(2, guarded([], delay=0.01))) == "slept", (
-        "a block that ends in time must give its result"
+    assert run(loop, bounded(2, guarded([], delay=0.01))) == "slept", reason(
+        "s2-timeout.a-block-that-ends-in"
     )
-    assert live_timers(loop) == 0, "the timeout's timer is still set"
+    assert live_timers(loop) == 0, reason("s2-timeout.the-timeout-s-timer-is")
 
 
 @pytest.mark.task(taskno=2)
 def test_a_timeout_outside_a_task_raises_runtime_error(loop: EventLoop) -> None:
     """With no task running there is nothing to cancel: entering the block says so."""
     with pytest.raises(RuntimeError), timeout(1):
-        pytest.fail("the block ran outside a Task: __enter__ must raise RuntimeError first")
+        pytest.fail(reason("s2-timeout.the-block-ran-outside-a"))
 
 
 @pytest.mark.task(taskno=2)
@@ -204,7 +209,7 @@ def test_an_error_in_time_passes_through(loop: EventLoop) -> None:
 
     with pytest.raises(ConnectionResetError, match="reset by peer"):
         run(loop, bounded(2, failing()))
-    assert live_timers(loop) == 0, "the timeout's timer is still set"
+    assert live_timers(loop) == 0, reason("s2-timeout.the-timeout-s-timer-is")
 
 
 @pytest.mark.task(taskno=2)
@@ -221,10 +226,12 @@ def test_a_timeout_cancels_the_block_then_raises_timeout_error(loop: EventLoop) 
     start = time.monotonic()
     run(loop, caller())
     elapsed = time.monotonic() - start
-    assert events == ["sleeping", "finally", "TimeoutError"], (
-        f"the coroutine did {events}: the timed-out block is cancelled, and raises TimeoutError"
+    assert events == ["sleeping", "finally", "TimeoutError"], reason(
+        "s2-timeout.the-coroutine-did-the-timed", events=events
     )
-    assert 0.05 <= elapsed < 1, f"the timeout took {elapsed:.2f} s, not about 0.05 s"
+    assert 0.05 <= elapsed < 1, reason(
+        "s2-timeout.the-timeout-took-s-not", elapsed=f"{elapsed:.2f}"
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -235,7 +242,7 @@ def test_a_timed_out_read_unregisters_its_socket(loop: EventLoop) -> None:
     with ours, theirs:
         with pytest.raises(TimeoutError):
             run(loop, bounded(0.05, sock_recv(ours, 100)))
-        assert loop.remove_reader(ours) is False, "the timed-out read left its socket watched"
+        assert loop.remove_reader(ours) is False, reason("s2-timeout.the-timed-out-read-left")
 
 
 @pytest.mark.task(taskno=2)
@@ -252,8 +259,8 @@ def test_tries_that_time_out_one_after_another_each_time_out(loop: EventLoop) ->
         outcomes.append((yield from bounded(2, guarded([], delay=0))))
         return outcomes
 
-    assert run(loop, tries()) == ["TimeoutError"] * 3 + ["slept"], (
-        "each try that times out should raise TimeoutError, and the next go on"
+    assert run(loop, tries()) == ["TimeoutError"] * 3 + ["slept"], reason(
+        "s2-timeout.each-try-that-times-out"
     )
 
 
@@ -272,10 +279,12 @@ def test_the_tasks_own_cancellation_is_not_a_timeout(loop: EventLoop) -> None:
 
     start = time.monotonic()
     run(loop, main())
-    assert time.monotonic() - start < 1, "the cancelled block went on running"
-    assert caller.cancelled(), "the task cancelled from outside should be cancelled"
-    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
-    assert live_timers(loop) == 0, "the timeout's timer is still set"
+    assert time.monotonic() - start < 1, reason("s2-timeout.the-cancelled-block-went-on")
+    assert caller.cancelled(), reason("s2-timeout.the-task-cancelled-from-outside")
+    assert events == ["sleeping", "finally"], reason(
+        "s2-timeout.the-coroutine-did-its-finally", events=events
+    )
+    assert live_timers(loop) == 0, reason("s2-timeout.the-timeout-s-timer-is")
 
 
 def outcome_of(events: list[str], outcome: list[str]) -> Coroutine[None]:
@@ -304,10 +313,10 @@ def test_a_cancel_in_the_turn_of_the_timeout_before_it_is_still_a_cancel(
     loop.call_later(0.05, task.cancel)  # set before the timeout's timer: both run in one turn
     with raises(CancelledError, OUTSIDE):
         run(loop, task)
-    assert outcome == ["CancelledError"], (
-        f"the block ended with {outcome}: a cancel from outside must stay a CancelledError"
+    assert outcome == ["CancelledError"], reason(
+        "s2-timeout.the-block-ended-with-a", outcome=outcome
     )
-    assert events == ["sleeping", "finally"], "the cancelled request did not clean up first"
+    assert events == ["sleeping", "finally"], reason("s2-timeout.the-cancelled-request-did-not")
 
 
 @pytest.mark.task(taskno=2)
@@ -326,10 +335,12 @@ def test_a_cancel_in_the_turn_of_the_timeout_after_it_is_still_a_cancel(
     heapq.heappush(loop._scheduled, (when, next(loop._sequence), Handle(task.cancel, (), when)))
     with raises(CancelledError, OUTSIDE):
         run(loop, task)
-    assert outcome == ["CancelledError"], (
-        f"the block ended with {outcome}: a cancel from outside must stay a CancelledError"
+    assert outcome == ["CancelledError"], reason(
+        "s2-timeout.the-block-ended-with-a", outcome=outcome
     )
-    assert events == ["sleeping", "finally"], f"the coroutine did {events}: its finally must run"
+    assert events == ["sleeping", "finally"], reason(
+        "s2-timeout.the-coroutine-did-its-finally", events=events
+    )
 
 
 @pytest.mark.task(taskno=2)
@@ -349,4 +360,4 @@ def test_a_timer_that_fell_due_as_the_block_ended_cancels_nothing(loop: EventLoo
 
     task = Task(goes_on())
     loop.call_soon(fut.set_result, None)  # right after the task's first step, in its turn
-    assert run(loop, task) == "went on", "the task should go on after the timeout it caught"
+    assert run(loop, task) == "went on", reason("s2-timeout.the-task-should-go-on")

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 import pytest
+from reasons import reason
 
 from shared import USER_AGENT
 from shared.crawling import Options
@@ -36,10 +37,7 @@ def run(work: Coroutine[Any, Any, T], limit: float = LIMIT_S) -> T:
         try:
             return await asyncio.wait_for(work, limit)
         except TimeoutError:
-            pytest.fail(
-                f"still not done after {limit} s: once q.join() returns, crawl() cancels each "
-                "worker (they wait at q.get() forever) and gathers them"
-            )
+            pytest.fail(reason("s3-workers.never-cancelled", limit=limit))
 
     return asyncio.run(limited())
 
@@ -78,10 +76,7 @@ async def crawl(crawler: Watched) -> CrawlResult:
                 "page's error (record_bug) and takes the next URL"
             )
         elif now - last > STALL_S or now - start > CRAWL_LIMIT_S:
-            why = (
-                f"the crawl stalled: {recorded} URLs recorded, none in the last {STALL_S} s; "
-                "each q.get() needs its q.task_done(), even when the fetch raises"
-            )
+            why = reason("s3-workers.stalled", count=recorded, seconds=STALL_S)
         if why:
             main.cancel()
             await asyncio.gather(main, return_exceptions=True)
@@ -162,13 +157,13 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
     roots = ["http://one.invalid/", "http://two.invalid/"]
     crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
     run(crawler.crawl())
-    assert crawler.started == 3, f"{crawler.started} workers started, not max_tasks = 3"
-    expected = {root + path for root in roots for path in paths(3)}
-    assert sorted(crawler.finished) == sorted(expected), (
-        "a URL put in the queue was never finished by a worker"
+    assert crawler.started == 3, reason(
+        "s3-workers.workers-started-not-max-tasks", value0=crawler.started
     )
-    assert sorted(crawler.names) == ["worker-0", "worker-1", "worker-2"], (
-        f"the workers are named {sorted(crawler.names)}, not worker-0 to worker-2"
+    expected = {root + path for root in roots for path in paths(3)}
+    assert sorted(crawler.finished) == sorted(expected), reason("s3-workers.a-url-put-in-the")
+    assert sorted(crawler.names) == ["worker-0", "worker-1", "worker-2"], reason(
+        "s3-workers.the-workers-are-named-not", value1=sorted(crawler.names)
     )
 
 
@@ -178,16 +173,17 @@ def test_crawl_prepares_what_the_workers_share() -> None:
     options = Options(max_tasks=2, max_redirect=0)
     crawler = StandIn(["http://one.invalid/"], options)
     run(crawler.crawl())
-    assert crawler.shared == [("Queue", "ClientSession", "dict")] * 2, f"types of {SHARED}"
-    assert isinstance(crawler.q, asyncio.Queue), "self.q must be an asyncio.Queue"
-    assert crawler.robots_tasks == {}, "robots_tasks must start empty"
+    assert crawler.shared == [("Queue", "ClientSession", "dict")] * 2, reason(
+        "s3-workers.types-of", value1=SHARED
+    )
+    assert isinstance(crawler.q, asyncio.Queue), reason("s3-workers.self-q-must-be-an")
+    assert crawler.robots_tasks == {}, reason("s3-workers.robots-tasks-must-start-empty")
     # open, naming the crawler, no timeout of aiohttp's (its default stops a connect after
     # 30 s, whatever --timeout says), and max_tasks connections at most
-    assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2, (
-        f"the session was {crawler.sessions}: open, our User-Agent, no timeout, max_tasks "
-        "(open_session makes it so)"
+    assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2, reason(
+        "s3-workers.the-session-was-open-our", value1=crawler.sessions
     )
-    assert crawler.session.closed, "crawl() must close its session when it ends"
+    assert crawler.session.closed, reason("s3-workers.crawl-must-close-its-session")
 
 
 @pytest.mark.task(taskno=1)
@@ -200,9 +196,13 @@ def test_crawl_cancels_the_workers_and_waits_for_them() -> None:
         return [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "work"]
 
     left = run(main())
-    assert len(crawler.finished) == 7, f"{len(crawler.finished)} URLs finished, not 7"
-    assert crawler.stopped == 4, f"crawl() returned with {4 - crawler.stopped} workers running"
-    assert left == [], f"tasks still there after crawl(): {left}"
+    assert len(crawler.finished) == 7, reason(
+        "s3-workers.urls-finished-not-7", value0=len(crawler.finished)
+    )
+    assert crawler.stopped == 4, reason(
+        "s3-workers.crawl-returned-with-workers-running", value1=4 - crawler.stopped
+    )
+    assert left == [], reason("s3-workers.tasks-still-there-after-crawl", left=left)
 
 
 @pytest.mark.task(taskno=1)
@@ -219,10 +219,10 @@ def test_a_cancelled_crawl_cancels_its_workers() -> None:
         return task.cancelled()
 
     start = time.monotonic()
-    assert run(main()) is True, "cancelling the crawl must cancel it"
-    assert time.monotonic() - start < 2, "the cancelled crawl went on"
-    assert crawler.stopped == 3, "a worker still runs after the crawl was cancelled"
-    assert crawler.session.closed, "the crawl's session must be closed however it ends"
+    assert run(main()) is True, reason("s3-workers.cancelling-the-crawl-must-cancel")
+    assert time.monotonic() - start < 2, reason("s3-workers.the-cancelled-crawl-went-on")
+    assert crawler.stopped == 3, reason("s3-workers.a-worker-still-runs-after")
+    assert crawler.session.closed, reason("s3-workers.the-crawl-s-session-must")
 
 
 # --- Task 2: Crawler.work -----------------------------------------------------------------------
@@ -238,12 +238,14 @@ def test_the_default_site_gives_the_oracles_pages_and_records(
     expected = site.expected(base_url)
     assert_matches_oracle(result, expected)
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
-    assert requested == {url: exp.tries for url, exp in expected.items()}, (
-        "a URL was requested more or fewer times than the oracle says"
+    assert requested == {url: exp.tries for url, exp in expected.items()}, reason(
+        "s3-workers.a-url-was-requested-more"
     )
-    assert next(iter(site.requests)) == "/robots.txt", "a page was fetched before robots.txt"
-    assert site.user_agents == {USER_AGENT: sum(site.requests.values())}, (
-        "every request must carry our User-Agent"
+    assert next(iter(site.requests)) == "/robots.txt", reason(
+        "s3-workers.a-page-was-fetched-before"
+    )
+    assert site.user_agents == {USER_AGENT: sum(site.requests.values())}, reason(
+        "s3-workers.every-request-must-carry-our"
     )
 
 
@@ -255,7 +257,7 @@ def test_robots_txt_is_obeyed() -> None:
         result = asyncio.run(crawl(Watched([base_url])))
     assert_matches_oracle(result, site.expected(base_url))
     assert not [path for path in site.requests if path.startswith(("/p/7", "/traps/private/"))], (
-        "a page robots.txt forbids was requested"
+        reason("s3-workers.a-page-robots-txt-forbids")
     )
 
 
@@ -267,14 +269,14 @@ def test_a_bug_on_one_page_is_recorded_and_the_crawl_goes_on(
     site, base_url = default_site
     result = asyncio.run(crawl(Watched([base_url], Options(fail_on="/traps/"))))
     failed = {s.url for s in result.fetches if s.error and "ParseError" in s.error}
-    assert base_url + "traps/" in failed, (
-        f"{base_url}traps/ was not recorded as failed with ParseError"
+    assert base_url + "traps/" in failed, reason(
+        "s3-workers.traps-was-not-recorded-as", base_url=base_url
     )
     assert all(s.status is None and s.tries == 1 for s in result.fetches if s.url in failed), (
-        "a failed page must be recorded with no status, after one try"
+        reason("s3-workers.a-failed-page-must-be")
     )
     pages = {url for url in site.expected(base_url) if "/p/" in url}
-    assert pages and pages <= result.urls, "the crawl stopped at the bug"
+    assert pages and pages <= result.urls, reason("s3-workers.the-crawl-stopped-at-the")
 
 
 @pytest.mark.task(taskno=2)
@@ -283,7 +285,7 @@ def test_the_workers_fetch_side_by_side() -> None:
     site = Site(pages=60, traps=False, latency=0.05)
     with serve(site) as base_url:
         result = asyncio.run(crawl(Watched([base_url], Options(max_tasks=4))))
-        assert site.max_in_flight == 4, (
-            f"the server saw {site.max_in_flight} requests at once, not 4: workers fetch together"
+        assert site.max_in_flight == 4, reason(
+            "s3-workers.the-server-saw-requests-at", value1=site.max_in_flight
         )
     assert_matches_oracle(result, site.expected(base_url))

@@ -8,10 +8,11 @@ passed), 1 when a check found a failed task, 2 when the command could not do its
 already, tests that did not run, an unknown --lang) or when a file that judges the
 exercise was changed.
 
-`list`, `start`, `check`, `hint` and `lab` speak English or Chinese (messages.py):
+`list`, `start`, `check`, `hint`, `solve` and `lab` speak English or Chinese (messages.py):
 `--lang zh-CN`, else the language the workspace was started in, else Chinese where the
-locale says so.  What the tests and the crawlers print stays as it is, and so do the
-results formats.  The teachers' verbs (`solve`, `handout`, `grade`) speak English.
+locale says so.  `check` says the tests' reasons in that language too (their table is
+tests/exercises/reasons.toml); what the crawlers print stays as it is, and so do the
+results formats.  The teachers' verbs (`handout`, `grade`) speak English.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shared import reader_left
+from shared.language import add_help_option, help_in
 from shared.tools.exercises import answers, checking, grading, handout, lab, reports, workspace
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import (
@@ -48,12 +50,22 @@ class Usage(Exception):
     """A request the tool cannot carry out: printed, exit status 2."""
 
 
-def add_lang(verb: argparse.ArgumentParser) -> None:
+def help_lang(argv: Sequence[str]) -> str:
+    """The language of the help: the --lang among ``argv``, else the locale's, else English."""
+    for index, arg in enumerate(argv):
+        value = argv[index + 1] if arg == "--lang" and index + 1 < len(argv) else None
+        value = arg.removeprefix("--lang=") if arg.startswith("--lang=") else value
+        if value in LANGUAGES:
+            return value
+    return locale_language() or "en"
+
+
+def add_lang(verb: argparse.ArgumentParser, said: str | None = None) -> None:
     """The verb's --lang: the language of the tool's own sentences (and of the instructions)."""
     verb.add_argument(
         "--lang",
         choices=LANGUAGES,
-        help="en or zh-CN (default: the workspace's, else zh-CN where the locale says Chinese)",
+        help=said or "en or zh-CN (default: the workspace's, else zh-CN where the locale says so)",
     )
 
 
@@ -64,81 +76,194 @@ def speaking(given: str | None, folder: Path | None = None) -> str:
     return given or kept or locale_language() or "en"
 
 
-def add_time_limits(verb: argparse.ArgumentParser, whole: str) -> None:
+def add_time_limits(verb: argparse.ArgumentParser, whole: str, lang: str) -> None:
     """Add --time-limit (per test) and --total-limit (for ``whole``) to a verb that checks."""
+    limit = f"{checking.DEFAULT_TIME_LIMIT:g}"
     verb.add_argument(
         "--time-limit",
         type=float,
         default=checking.DEFAULT_TIME_LIMIT,
         metavar="S",
-        help=f"seconds each test may take ({checking.DEFAULT_TIME_LIMIT:g})",
+        help=f"每个测试最多用多少秒（{limit}）"
+        if lang == "zh-CN"
+        else f"seconds each test may take ({limit})",
     )
     verb.add_argument(
         "--total-limit",
         type=float,
         metavar="S",
-        help=f"seconds {whole} may take (default: 10 time limits and a minute)",
+        help=f"{whole}最多用多少秒（默认：10 个单测时限再加一分钟）"
+        if lang == "zh-CN"
+        else f"seconds {whole} may take (default: 10 time limits and a minute)",
     )
 
 
-def parser() -> argparse.ArgumentParser:
-    """The argument parser of every verb."""
+def parser(lang: str = "en") -> argparse.ArgumentParser:
+    """The argument parser of every verb, its help in ``lang`` (the options are the same)."""
+
+    def said(english: str, chinese: str) -> str:
+        return chinese if lang == "zh-CN" else english
+
+    def verb(name: str, english: str, chinese: str) -> argparse.ArgumentParser:
+        words = said(english, chinese)
+        made = verbs.add_parser(name, help=words, **help_in(lang, description=words))
+        add_help_option(made, lang)
+        return made
+
     top = argparse.ArgumentParser(
         prog="python -m shared.tools.exercises",
-        description="Rebuild the crawlers one idea at a time: exercises with tests per task.",
+        **help_in(
+            lang,
+            description=said(
+                "Rebuild the crawlers one idea at a time: exercises with tests per task.",
+                "一次一个核心概念地重写爬虫：每个任务都有测试的练习。",
+            ),
+        ),
     )
-    verbs = top.add_subparsers(dest="verb", metavar="VERB")
-    listing = verbs.add_parser("list", help="every exercise: stage, idea, summary")
-    listing.add_argument("--names", action="store_true", help="names only, one a line")
-    add_lang(listing)
-    start = verbs.add_parser("start", help="make a workspace with the exercise's functions emptied")
+    add_help_option(top, lang)
+    top.add_argument(
+        "--lang", dest="top_lang", choices=LANGUAGES, help=said("en or zh-CN", "en 或 zh-CN")
+    )
+    verbs = top.add_subparsers(dest="verb", metavar="VERB", title=said("verbs", "子命令"))
+    in_help = said("the workspace (default: its usual folder)", "工作区（默认：它通常所在的目录）")
+    lang_help = said(
+        "en or zh-CN (default: the workspace's, else zh-CN where the locale says so)",
+        "en 或 zh-CN（默认：工作区的语言；locale 是中文时为 zh-CN）",
+    )
+    listing = verb("list", "every exercise: stage, idea, summary", "每个练习：阶段、核心概念、简介")
+    listing.add_argument(
+        "--names", action="store_true", help=said("names only, one a line", "只列名称，一行一个")
+    )
+    add_lang(listing, lang_help)
+    start = verb(
+        "start",
+        "make a workspace with the exercise's functions emptied",
+        "建立工作区，练习的函数被清空",
+    )
     start.add_argument("name", metavar="NAME")
-    start.add_argument("--into", type=Path, metavar="DIR", help="default: out/exercises/NAME")
-    start.add_argument("--force", action="store_true", help="replace an existing workspace")
-    add_lang(start)
-    check = verbs.add_parser("check", help="run the exercise's tests on the workspace, per task")
+    start.add_argument(
+        "--into",
+        type=Path,
+        metavar="DIR",
+        help=said("default: out/exercises/NAME", "默认：out/exercises/NAME"),
+    )
+    start.add_argument(
+        "--force",
+        action="store_true",
+        help=said("replace an existing workspace", "替换已有的工作区（丢掉其中的内容）"),
+    )
+    add_lang(start, lang_help)
+    check = verb(
+        "check",
+        "run the exercise's tests on the workspace, per task",
+        "在工作区上运行练习的测试，每个任务一个结果",
+    )
     check.add_argument("name", metavar="NAME")
-    check.add_argument("--in", dest="folder", type=Path, metavar="DIR")
-    add_time_limits(check, "the whole check")
-    check.add_argument("-v", "--verbose", action="store_true", help="show pytest's own output")
-    check.add_argument("--task", type=int, metavar="N", help="run task N's tests alone")
-    add_lang(check)
+    check.add_argument("--in", dest="folder", type=Path, metavar="DIR", help=in_help)
+    add_time_limits(check, said("the whole check", "整个检查"), lang)
+    check.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=said("show pytest's own output", "显示 pytest 自己的输出"),
+    )
+    check.add_argument(
+        "--task",
+        type=int,
+        metavar="N",
+        help=said("run task N's tests alone", "只运行任务 N 的测试"),
+    )
+    add_lang(check, lang_help)
     check.add_argument(
         "--format",
         action="append",
         choices=reports.FORMATS,
-        help="what --output receives (text); repeat both to write several formats at once",
+        help=said(
+            "what --output receives (text); repeat both to write several formats at once",
+            "--output 收到的格式（text）；两者成对重复，可以一次写出几种格式",
+        ),
     )
     check.add_argument(
-        "--output", action="append", type=Path, metavar="PATH", help="default: standard output"
+        "--output",
+        action="append",
+        type=Path,
+        metavar="PATH",
+        help=said("default: standard output", "默认：标准输出"),
     )
-    hint = verbs.add_parser(
-        "hint", help="the next hint, one at a time, for the first task the last check failed"
+    hint = verb(
+        "hint",
+        "the next hint, one at a time, for the first task the last check failed",
+        "上次检查中第一个未通过的任务的下一条提示，一次一条",
     )
     hint.add_argument("name", metavar="NAME")
-    hint.add_argument("--in", dest="folder", type=Path, metavar="DIR")
-    add_lang(hint)
-    solve = verbs.add_parser("solve", help="put the reference solution in, and show the diff")
+    hint.add_argument("--in", dest="folder", type=Path, metavar="DIR", help=in_help)
+    add_lang(hint, lang_help)
+    solve = verb(
+        "solve",
+        "put the reference solution in, and show the diff",
+        "放入参考答案，并显示差异",
+    )
     solve.add_argument("name", metavar="NAME")
-    solve.add_argument("--in", dest="folder", type=Path, metavar="DIR")
-    solve.add_argument("--task", type=int, metavar="N", help="only task N's reference")
-    labs = verbs.add_parser("lab", help="the labs: make a lab's change, or take it back")
+    solve.add_argument("--in", dest="folder", type=Path, metavar="DIR", help=in_help)
+    solve.add_argument(
+        "--task",
+        type=int,
+        metavar="N",
+        help=said("only task N's reference", "只放入任务 N 的参考答案"),
+    )
+    add_lang(solve, lang_help)
+    labs = verb(
+        "lab",
+        "the labs: make a lab's change, or take it back",
+        "实验：做出一个实验的改动，或者撤销它",
+    )
     labs.add_argument("action", choices=["list", "apply", "undo"])
-    labs.add_argument("name", metavar="NAME", nargs="?", help="01, or 01-forget-task-done")
-    add_lang(labs)
-    made = verbs.add_parser("handout", help="a workspace ready to publish as a student repository")
+    labs.add_argument(
+        "name",
+        metavar="NAME",
+        nargs="?",
+        help=said("01, or 01-forget-task-done", "01，或 01-forget-task-done"),
+    )
+    add_lang(labs, lang_help)
+    made = verb(
+        "handout",
+        "a workspace ready to publish as a student repository",
+        "做成可以发布为学生仓库的工作区（讲义）",
+    )
     made.add_argument("name", metavar="NAME")
-    made.add_argument("dir", type=Path, metavar="DIR", help="a new or empty folder")
-    grade = verbs.add_parser("grade", help="re-grade student folders with the repository's tests")
+    made.add_argument(
+        "dir", type=Path, metavar="DIR", help=said("a new or empty folder", "一个新的或空的目录")
+    )
+    made.add_argument(
+        "--lang",
+        choices=LANGUAGES,
+        help=said(
+            "the language the handout's tool speaks (default: each student's locale)",
+            "讲义里的工具说哪种语言（默认：每个学生的 locale）",
+        ),
+    )
+    grade = verb(
+        "grade",
+        "re-grade student folders with the repository's tests",
+        "用仓库的测试重新评判学生的目录",
+    )
     grade.add_argument("name", metavar="NAME")
     grade.add_argument("dirs", type=Path, nargs="+", metavar="DIR")
-    grade.add_argument("--csv", type=Path, metavar="PATH", help="write the table as CSV too")
+    grade.add_argument(
+        "--csv",
+        type=Path,
+        metavar="PATH",
+        help=said("write the table as CSV too", "同时把这张表写成 CSV"),
+    )
     grade.add_argument(
         "--diff",
         action="store_true",
-        help="after the table, what each student wrote: a diff of each body from the handout's",
+        help=said(
+            "after the table, what each student wrote: a diff of each body from the handout's",
+            "在表格之后显示每个学生写了什么：每个函数体与讲义中的差异",
+        ),
     )
-    add_time_limits(grade, "each student's check")
+    add_time_limits(grade, said("each student's check", "每个学生的检查"), lang)
     return top
 
 
@@ -184,7 +309,8 @@ def show_list(names_only: bool, lang: str = "en") -> None:
         print(pad(exercise.name, width) + pad(exercise.stage, stage_width) + exercise.idea_in(lang))
         for line in wrap_columns(exercise.summary_in(lang), SUMMARY_COLUMNS):
             print(" " * 4 + line)
-    print("\n" + say(lang, "list.start", command=f"{COMMAND} start NAME"))
+    start = f"{COMMAND} start NAME" + (f" --lang {lang}" if lang != "en" else "")
+    print("\n" + say(lang, "list.start", command=start))
 
 
 def exercise_named(name: str) -> Exercise:
@@ -279,11 +405,11 @@ def do_check(exercise: Exercise, args: argparse.Namespace) -> int:
     return 0 if result.passed else 1
 
 
-def do_handout(exercise: Exercise, folder: Path) -> int:
+def do_handout(exercise: Exercise, folder: Path, lang: str | None = None) -> int:
     """`handout`: the workspace as a repository for students, with its workflow."""
     if workspace.in_handout():
         raise Usage("make handouts from the repository: a handout cannot make another")
-    made = handout.make(exercise, folder)
+    made = handout.make(exercise, folder, lang)
     print(f"handout of {exercise.name}: {made}")
     print(f"publish it as the assignment's template repository; its workflow: {handout.WORKFLOW}")
     return 0
@@ -342,29 +468,37 @@ def do_hint(exercise: Exercise, given: str | None = None, where: Path | None = N
     return 0
 
 
-def do_solve(exercise: Exercise, given: Path | None, task: int | None = None) -> int:
-    """`solve`: the reference bodies in (all, or task ``task``'s), the diff out."""
+def do_solve(
+    exercise: Exercise, given: Path | None, task: int | None = None, lang: str | None = None
+) -> int:
+    """`solve`: the reference bodies in (all, or task ``task``'s), the diff out, said in the
+    reader's language (``lang``, else the workspace's, else the locale's)."""
     if workspace.in_handout():
         raise Usage("the reference solution is not in a handout: solve from the repository")
     folder, how = folder_of(exercise.name, given)
     workspace.require_workspace(exercise, folder, how)
     tasks = answers.load(exercise).tasks
     if task is not None and task not in tasks:
-        raise Usage(f"{exercise.name} has no task {task}; its tasks: {', '.join(map(str, tasks))}")
+        numbers = ", ".join(map(str, tasks))
+        raise Usage(say("en", "error.no-task", name=exercise.name, task=task, tasks=numbers))
+    said = speaking(lang, folder)
     diff, notes = workspace.solve(exercise, folder, task)
     for note in notes:
-        print(f"note: {note}")
+        print(say(said, "solve.note", note=note))
     if not diff:
-        print(f"{folder} already has the reference solution: nothing changed")
+        print(say(said, "solve.nothing", folder=folder))
         return 0
     print(diff, end="")
-    print(f"\nthe reference solution is in {folder}; what was there is in {workspace.BACKUP}/")
+    print("\n" + say(said, "solve.done", folder=folder, backup=workspace.BACKUP))
     return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one verb; return the exit status."""
-    args = parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    args = parser(help_lang(arguments)).parse_args(arguments)
+    if getattr(args, "lang", None) is None:  # `--lang zh-CN VERB ...`: before the verb
+        args.lang = args.top_lang
     try:
         status = run(args)
         sys.stdout.flush()
@@ -389,10 +523,10 @@ def run(args: argparse.Namespace) -> int:
         if args.verb == "hint":
             return do_hint(exercise, args.lang, args.folder)
         if args.verb == "handout":
-            return do_handout(exercise, args.dir)
+            return do_handout(exercise, args.dir, args.lang)
         if args.verb == "grade":
             return do_grade(exercise, args)
-        return do_solve(exercise, args.folder, args.task)
+        return do_solve(exercise, args.folder, args.task, args.lang)
     except Usage as error:
         lang = speaking(getattr(args, "lang", None))
         print(again(str(error), lang), file=sys.stderr)

@@ -28,7 +28,13 @@ from shared.tools.exercises.catalog import ROOT, Exercise
 from shared.tools.exercises.messages import say
 
 MANIFEST = ".exercise-hashes.json"
-JUDGING = ("pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py")
+JUDGING = (
+    "pyproject.toml",
+    "tests/conftest.py",
+    "tests/exercises/conftest.py",
+    "tests/exercises/reasons.py",  # the tests' sentences, in every language
+    "tests/exercises/reasons.toml",
+)
 TESTSITE = "shared/testsite"  # the site the crawls run against, and the oracle that judges them
 #: Where a file added by a student could take part in judging: nothing new belongs there.
 WATCHED = ("tests", TESTSITE)

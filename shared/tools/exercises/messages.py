@@ -4,7 +4,9 @@
 what the tests and the crawlers print is data, and stays as it is.  Whatever a program
 reads (the results formats of `check --format`, the exit status) is the same in every
 language: the results keep each sentence in English, as `say("en", ...)` wrote it, and
-`again(text, lang)` says such a sentence anew when it is printed for a reader.  The
+`again(text, lang)` says such a sentence anew when it is printed for a reader.  It says
+the tests' sentences again too: a test fails with an English sentence of its own table,
+tests/exercises/reasons.toml, which has each one in every language (`TESTS`).  The
 plugin that bounds each test (tests/exercises/conftest.py) cannot import this tool, so
 its sentences about the limits are written there again; a test holds the two equal.
 """
@@ -12,7 +14,9 @@ its sentences about the limits are written there again; a test holds the two equ
 from __future__ import annotations
 
 import re
+import tomllib
 from functools import cache
+from pathlib import Path
 
 SENTENCES: dict[str, dict[str, str]] = {
     "en": {
@@ -29,6 +33,12 @@ SENTENCES: dict[str, dict[str, str]] = {
         "hint.no-more": "no more hints for {name}; here are all {total}:",
         "hint.each": "hint {number}: {text}",
         "hint.all-passed": "every task of {name} passed at the last check: no hint needed",
+        # solve
+        "solve.note": "note: {note}",
+        "solve.nothing": "{folder} already has the reference solution: nothing changed",
+        "solve.done": "the reference solution is in {folder}; what was there is in {backup}/",
+        # what an emptied function raises (in the student's file, so kept in English)
+        "stub.write": "exercise {name}: write {function} (see INSTRUCTIONS.md)",
         # check: a line per task, the files changed, the problems, the score
         "task.passed": "task {number}: passed",
         "task.failed": "task {number}: FAILED - {reason}",
@@ -120,6 +130,10 @@ SENTENCES: dict[str, dict[str, str]] = {
         "hint.no-more": "{name} 没有更多提示了；下面是全部 {total} 条：",
         "hint.each": "提示 {number}：{text}",
         "hint.all-passed": "上次检查时 {name} 的每个任务都通过了：不需要提示",
+        "solve.note": "注意：{note}",
+        "solve.nothing": "{folder} 里已经是参考答案：什么也没有改",
+        "solve.done": "参考答案已放进 {folder}；原来的内容保存在 {backup}/ 中",
+        "stub.write": "练习 {name}：写出 {function}（见 INSTRUCTIONS.md）",
         "task.passed": "任务 {number}：通过",
         "task.failed": "任务 {number}：未通过 - {reason}",
         "task.failed-of": (
@@ -128,7 +142,7 @@ SENTENCES: dict[str, dict[str, str]] = {
         "check.tampered": "被改动的评判文件：{entry}",
         "check.problem": "问题：{problem}",
         "check.score": "{name}：{tasks} 个任务中通过了 {done} 个，得分 {points}/{most}",
-        "check.verbose": "（每个测试自己的报告：{command}）",
+        "check.verbose": "（查看每个测试的详细报告：{command}）",
         "reason.not-judged": "未评判：评判练习的文件被改动了（见“被改动的评判文件”）",
         "reason.not-run-because": "未运行：{why}",
         "reason.not-run": "未运行",
@@ -136,9 +150,9 @@ SENTENCES: dict[str, dict[str, str]] = {
         "reason.no-test": "这个任务没有一个测试运行过",
         "reason.not-loaded": "无法加载测试：{error}",
         "limit.whole": "整个检查在 {seconds} 秒后被停止",
-        "limit.test": "用时超过 {seconds} 秒：是死循环，还是一个没有谁来结束的等待？",
+        "limit.test": "用时超过 {seconds} 秒：是死循环，还是一个永远不会结束的等待？",
         "limit.task-timed-out": "任务 {task} 的一个测试已经{limit}",
-        "limit.task-failed": "任务 {task} 的一个测试已经未通过",
+        "limit.task-failed": "任务 {task} 已有一个测试未通过",
         "file.changed": "{path}（被修改）",
         "file.removed": "{path}（被删除）",
         "file.added": "{path}（被新增）",
@@ -162,7 +176,7 @@ SENTENCES: dict[str, dict[str, str]] = {
         "lab.changed": "实验 {name}：修改了 {path}",
         "lab.removed": "实验 {name}：删除了 {path}",
         "lab.restored": "实验 {name}：还原了 {path}",
-        "lab.next": "先预测（{guide}），再运行，然后：{command}",
+        "lab.next": "先预测（{guide}），再运行；做完后撤销：{command}",
         "error.no-exercise": "没有名为 {name} 的练习；现有的练习：{names}",
         "error.no-task": "{name} 没有任务 {task}；它的任务：{tasks}",
         "error.not-a-workspace": "{folder} 不是工作区：先运行 `{command}`",
@@ -184,14 +198,18 @@ SENTENCES: dict[str, dict[str, str]] = {
         ),
         "error.hunk-edges": "{hunk}：hunk 要以一行不变的代码开始和结束，由它们说明改在哪里",
         "error.hunk-line": "不是 hunk 中的一行：{line}",
-        "error.no-break": "{guide}：它的 Break it 一节既没有 diff，也没有脚本",
+        "error.no-break": "{guide}：它的“破坏它”一节既没有 diff，也没有脚本",
     },
 }
 
 #: The sentences a result or an error keeps in English (why a task failed, which file
 #: was changed, what went wrong): `again` says them in the reader's language.
-KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.", "code.")
+KEPT = ("reason.", "limit.", "file.", "problem.", "error.", "results.", "code.", "stub.")
 FIELD = re.compile(r"\{(\w+)\}")
+#: The tests' own sentences: the repository's copy, or in a handout the handout's.
+TESTS = Path(__file__).resolve().parents[3] / "tests" / "exercises" / "reasons.toml"
+#: What a failure names before its sentence: an exception's class ("AssertionError: ").
+RAISED = re.compile(r"((?:[a-z_]\w*\.)*[A-Z]\w*: )(.*)", re.DOTALL)
 
 
 def say(lang: str, key: str, **fields: object) -> str:
@@ -200,13 +218,46 @@ def say(lang: str, key: str, **fields: object) -> str:
 
 
 @cache
+def tests_sentences() -> dict[str, dict[str, str]]:
+    """The tests' sentences by language, as SENTENCES has the tool's ({} without the file)."""
+    try:
+        with TESTS.open("rb") as file:
+            table = tomllib.load(file)
+    except OSError:
+        return {}
+    by_lang: dict[str, dict[str, str]] = {}
+    for key, said in table.items():
+        for lang, text in said.items():
+            by_lang.setdefault(lang, {})[key] = text
+    return by_lang
+
+
+@cache
+def _templates() -> list[tuple[str, str, str]]:
+    """Every English sentence `again` says anew, as (table, key, template): the tool's kept
+    ones and the tests', the most words first, so that "{why}: ..." is tried last."""
+    found = [("tool", k, t) for k, t in SENTENCES["en"].items() if k.startswith(KEPT)]
+    found += [("tests", k, t) for k, t in tests_sentences().get("en", {}).items()]
+    return sorted(found, key=lambda entry: -len(FIELD.sub("", entry[2])))
+
+
+def _said(table: str, lang: str, key: str, fields: dict[str, str]) -> str:
+    """A template of ``table`` in ``lang``, its blanks filled."""
+    sentences = SENTENCES if table == "tool" else tests_sentences()
+    return sentences[lang][key].format(**fields)
+
+
+@cache
 def _pattern(template: str) -> re.Pattern[str]:
     """A regular expression that matches what the English template says: its blanks, groups."""
     pieces = FIELD.split(template)  # text, name, text, name, ..., text
-    parts = [
-        re.escape(piece) if index % 2 == 0 else f"(?P<{piece}>.+?)"
-        for index, piece in enumerate(pieces)
-    ]
+    parts, named = [], set()
+    for index, piece in enumerate(pieces):
+        if index % 2 == 0:
+            parts.append(re.escape(piece))
+        else:  # a blank the sentence fills twice holds the same text twice
+            parts.append(f"(?P={piece})" if piece in named else f"(?P<{piece}>.+?)")
+            named.add(piece)
     return re.compile("".join(parts), re.DOTALL)
 
 
@@ -214,12 +265,24 @@ def again(text: str, lang: str) -> str:
     """A sentence of the tool's, kept in English, said in ``lang``; any other text as it is.
 
     Its blanks are said again too: "not run: the whole check was stopped after 9 s" is one
-    sentence inside another.  A test's own failure ("AssertionError: ...") is data.
+    sentence inside another.  A test's sentence may follow the class of what it raised
+    ("AssertionError: ..."), which stays.  Text no table has (what Python or the code
+    under test said) stays as it is.
     """
     if lang == "en":
         return text
-    for key, template in SENTENCES["en"].items():
-        if key.startswith(KEPT) and (match := _pattern(template).fullmatch(text)):
+    raised = RAISED.fullmatch(text)  # a test's sentence, or an emptied function's
+    if raised and (said := _again(raised[2], lang, tables=("tests", "stub"))) is not None:
+        return raised[1] + said
+    said = _again(text, lang, tables=("tool", "tests", "stub"))
+    return text if said is None else said
+
+
+def _again(text: str, lang: str, tables: tuple[str, ...]) -> str | None:
+    """``text`` said in ``lang`` by the first template of ``tables`` it is, or None."""
+    for table, key, template in _templates():
+        kind = "stub" if key.startswith("stub.") else table
+        if kind in tables and (match := _pattern(template).fullmatch(text)):
             fields = {name: again(value, lang) for name, value in match.groupdict().items()}
-            return say(lang, key, **fields)
-    return text
+            return _said(table, lang, key, fields)
+    return None

@@ -26,7 +26,7 @@ from shared.tools.language import LANGUAGES
 
 MARKER = ".exercise.json"
 PACKAGES = ("shared", *STAGES.values())
-SHARED_FILES = ("pyproject.toml", "tests/conftest.py", "tests/exercises/conftest.py")
+SHARED_FILES = manifest.JUDGING  # pytest's settings, the conftest files, the tests' sentences
 BACKUP = ".before-solve"  # where solve keeps the files it changed, as they were
 #: Where workspaces go by default, and the hint counts of exercises without one.
 OUT = ROOT / "out" / "exercises"
@@ -66,7 +66,7 @@ def write_marker(folder: Path, data: dict[str, Any]) -> None:
 
 def stub_message(exercise: Exercise, qualname: str) -> str:
     """The NotImplementedError message an emptied function raises."""
-    return f"exercise {exercise.name}: write {qualname} (see INSTRUCTIONS.md)"
+    return say("en", "stub.write", name=exercise.name, function=qualname)
 
 
 def emptied(exercise: Exercise) -> dict[str, str]:
