@@ -26,7 +26,6 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import ClassVar
 
-from shared import observe
 from shared.links import parse_links
 from shared.log import Logger
 from shared.report import CrawlResult, FetchStatistic, Progress
@@ -173,10 +172,7 @@ class BaseCrawler:
     stage: ClassVar[str] = "base"
 
     def __init__(self, roots: Sequence[str], options: Options | None = None) -> None:
-        """Prepare a crawl of ``roots`` (URLs, or host names that get http://).
-
-        Whoever watches crawls now (shared/observe.py) watches this one: ``self.observer``.
-        """
+        """Prepare a crawl of ``roots`` (URLs, or host names that get http://)."""
         self.options = options = options or Options()
         self.max_tasks = options.max_tasks
         self.max_redirect = options.max_redirect
@@ -201,9 +197,6 @@ class BaseCrawler:
                 " site can pretend to be it"
             )
         self.t0 = time.monotonic()
-        self.observer = observe.observer  # None: nobody watches
-        if self.observer:
-            self.observer.crawl_started(self)
 
     @cached_property
     def resolver(self) -> Resolver:
@@ -242,8 +235,6 @@ class BaseCrawler:
         self.seen_urls.add(url)  # a link to it, found later, does not fetch it again
         self.in_flight[url] = self.now()
         self.host_load[host_key(url)] += 1
-        if self.observer:
-            self.observer.fetch_started(url)
 
     def begin(self, url: str) -> bool:
         """Claim a URL for fetching, once its origin's robots.txt is known; False to skip it.
@@ -265,8 +256,6 @@ class BaseCrawler:
         self.requested += 1
         self.in_flight[url] = self.now()
         self.host_load[host_key(url)] += 1
-        if self.observer:
-            self.observer.fetch_started(url)
         return True
 
     def host_full(self, url: str) -> bool:
@@ -309,16 +298,12 @@ class BaseCrawler:
         if self.in_flight.pop(stat.url, None) is not None:  # not skipped before it began
             self.host_load[host_key(stat.url)] -= 1
         self.done.append(stat)
-        if self.observer:
-            self.observer.fetch_finished(stat.url)
         if self.progress is not None:
             queued = len(self.seen_urls) - len(self.done) - len(self.in_flight)
             self.progress.update(self.now(), len(self.done), max(queued, 0), len(self.in_flight))
 
     def retrying(self, url: str, tries: int, exc: BaseException) -> None:
         """Note a failed try that will be tried again (or given up by the caller)."""
-        if self.observer:
-            self.observer.retrying(url)
         LOGGER.info("try %d for %r raised %s", tries, url, describe(exc))
 
     def give_up(self, tries: int, exc: BaseException) -> bool:
@@ -402,8 +387,6 @@ class BaseCrawler:
                 return []  # We have been down this path before: coalesce.
             LOGGER.info("redirect to %r from %r", next_url, url)
             self.seen_urls.add(next_url)
-            if self.observer:
-                self.observer.queued(next_url)
             return [(next_url, max_redirect - 1)]
         if response.status != 200 or not is_parsed(media_type):
             self.record(stat)
@@ -412,9 +395,6 @@ class BaseCrawler:
         links = self.parse_links(url, text)
         new = links - self.seen_urls
         self.seen_urls.update(new)
-        if self.observer:
-            for link in new:
-                self.observer.queued(link)
         self.record(replace(stat, encoding=encoding, num_urls=len(links), num_new_urls=len(new)))
         return [(link, self.max_redirect) for link in sorted(new)]
 
@@ -440,6 +420,4 @@ class BaseCrawler:
             interrupted=interrupted,
             max_tasks=self.max_tasks,
         )
-        if self.observer:
-            self.observer.crawl_finished(result)
         return result

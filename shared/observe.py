@@ -3,29 +3,32 @@
 A stage is a lesson and has no line for its instruments.  Yet ``--trace`` prints each
 step of the event loop, ``--timeline`` notes when each fetch was queued, began, had its
 connection and ended, and the show page draws the loop at every step.  They all listen to
-the same few sentences of the story, told to an :class:`Observer`:
+the same few sentences, told to an :class:`Observer`:
 
-* the crawler (BaseCrawler says these itself): a crawl begins, a URL is queued, a fetch
-  starts, a try fails and another follows, the fetch is recorded, the crawl ends;
 * the event loop, once per step: stage 1's loop is about to run a callback, stage 2's
   Task is about to resume its coroutine.  Stage 3's Task is asyncio's, written in C, with
   no step for us to hear: shared/tools/instruments/trace.py follows its coroutine frames
   instead, and aiohttp, which connects out of sight, tells the trace configs an observer
-  hands its session (:meth:`Observer.session_traces`).
+  hands its session (:meth:`Observer.session_traces`);
+* the story of the crawl: it begins, a URL is queued, a fetch starts, a try fails and
+  another follows, the fetch is recorded, the crawl ends.
 
 Why there and nowhere else: a stage's ``crawler.py`` is the lesson, and a line in it for
 an instrument is a line a student reads for nothing.  So, as trio calls its instruments
-from its run loop alone, each stage has one point to watch, in the machinery under the
-crawler: the hand-made loop's step, stage 3's session.  What a step does not say, an
-instrument reads for itself: when a try has its connection, say, is the step that runs a
-Fetcher's ``_on_connected``, or resumes ``sock_connect``, or aiohttp's word on the
-connection (shared/tools/instruments/connections.py).  tests/test_layout.py holds that
-no crawler.py names the observer.
+from its run loop alone, the hand-made loops' steps and stage 3's session are the only
+points that read :data:`observer`.  The story needs no point at all: every stage tells it
+already to BaseCrawler (``begin``, ``record``, ``seen_urls``...), whose bookkeeping the
+instruments wrap while they watch (shared/tools/instruments/story.py).  What a step does
+not say, an instrument reads for itself: when a try has its connection, say, is the step
+that runs a Fetcher's ``_on_connected``, or resumes ``sock_connect``, or aiohttp's word on
+the connection (shared/tools/instruments/connections.py).  tests/test_layout.py holds that
+no crawler.py, nor shared/crawling.py, names the observer.
 
-Nobody listens by default: :data:`observer` is None, each sentence costs one ``if`` that
-fails, and a crawl keeps no record beyond its result.  A tool listens for the length of a
-``with`` block, :func:`watching`; what is made in the block takes the observer of the
-moment: a crawler (``crawler.observer``), a hand-made loop, stage 3's session.
+Nobody listens by default: :data:`observer` is None, a loop's step costs one ``if`` that
+fails, BaseCrawler runs unwrapped, and a crawl keeps no record beyond its result.  A tool
+listens for the length of a ``with`` block, ``shared.tools.instruments.watching``: it
+registers here (:func:`watching`) and wraps the story; what is made in the block takes the
+observer of the moment: a crawler, a hand-made loop, stage 3's session.
 """
 
 from __future__ import annotations
@@ -111,7 +114,11 @@ observer: Observer | None = None
 
 @contextlib.contextmanager
 def watching(*observers: Observer) -> Iterator[None]:
-    """Within the block, each crawl that begins tells ``observers``, besides those already told."""
+    """Within the block, the loops made tell ``observers``, besides those already told.
+
+    This registers them only: a tool watches with ``shared.tools.instruments.watching``,
+    which calls this and also wraps BaseCrawler for the crawl's story.
+    """
     global observer
     previous = observer
     chorus = [*([previous] if previous else []), *observers]

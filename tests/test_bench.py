@@ -23,7 +23,6 @@ import pytest
 
 from shared import STAGES
 from shared.crawling import BaseCrawler, Options
-from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 from shared.tools.bench import compare, inside, measure, pagecost, server, threaded
@@ -67,6 +66,7 @@ from shared.tools.bench.phases import (
     phase_steps,
 )
 from shared.tools.bench.svg import Lane, Scale, band_path, column_means, nice_step, render
+from shared.tools.instruments import watching
 from shared.tools.instruments.timeline import Timeline
 
 # --- the threaded baseline against the oracle -------------------------------------------

@@ -28,7 +28,7 @@ from shared import USER_AGENT
 from shared.crawling import Options
 from shared.language import LOCALE_VARIABLES
 from shared.log import WARNING, Record
-from shared.observe import Observer, watching
+from shared.observe import Observer
 from shared.report import CrawlResult
 from shared.robots import DISALLOWED as DISALLOWED_ERROR
 from shared.testsite import (
@@ -45,6 +45,7 @@ from shared.testsite.hostile_wire import COOKIE_GATED, wire_pages
 from shared.testsite.oracle import assert_matches_oracle
 from shared.testsite.traps import OBEYED_KINDS
 from shared.tools.bench import threaded
+from shared.tools.instruments import watching
 from shared.tools.instruments.timeline import Timeline
 
 

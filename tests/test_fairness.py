@@ -25,11 +25,11 @@ from types import ModuleType
 import pytest
 
 from shared.crawling import Options
-from shared.observe import watching
 from shared.report import CrawlResult, FetchStatistic
 from shared.testsite import TRAPS, ServerTLS, Site, serve
 from shared.testsite.endless import ENDLESS, ENDLESS_FAILING, KEEPALIVE_PAGES
 from shared.testsite.oracle import assert_matches_oracle
+from shared.tools.instruments import watching
 from shared.tools.instruments.timeline import Timeline
 
 TIMEOUT_S = 2.0  # the --timeout of these crawls

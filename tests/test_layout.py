@@ -283,16 +283,23 @@ def names_the_observer(path: Path, root: Path = ROOT) -> list[str]:
     return [f"{where}:{n}: {line.strip()}" for n, line in enumerate(lines, 1) if "observ" in line]
 
 
-@pytest.mark.parametrize("package", STAGE_PACKAGES)
-def test_no_crawler_tells_an_observer(package: str) -> None:
-    """A stage's crawler.py has no line for its instruments: they watch the loop instead."""
-    found = names_the_observer(ROOT / package / "crawler.py")
+@pytest.mark.parametrize(
+    "crawler", [f"{package}/crawler.py" for package in STAGE_PACKAGES] + ["shared/crawling.py"]
+)
+def test_no_crawler_tells_an_observer(crawler: str) -> None:
+    """No crawler.py, nor BaseCrawler, has a line for its instruments.
+
+    They watch the loops, and read the story from BaseCrawler, which they wrap while they
+    watch (shared/tools/instruments/story.py).
+    """
+    found = names_the_observer(ROOT / crawler)
     assert not found, "a crawler tells its instruments itself:\n" + "\n".join(found)
 
 
 def test_a_planted_observer_call_is_named(tmp_path: Path) -> None:
     """The check is not vacuous: a crawler that tells an observer is caught."""
-    (tmp_path / "stage1_callbacks").mkdir()
-    path = tmp_path / "stage1_callbacks" / "crawler.py"
-    path.write_text("if self.observer:\n    self.observer.connected(url)\n", encoding="utf-8")
-    assert len(names_the_observer(path, tmp_path)) == 2
+    for crawler in ("stage1_callbacks/crawler.py", "shared/crawling.py"):
+        path = tmp_path / crawler
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("if self.observer:\n    self.observer.queued(url)\n", encoding="utf-8")
+        assert len(names_the_observer(path, tmp_path)) == 2, crawler

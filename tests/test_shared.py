@@ -20,7 +20,7 @@ from shared.httpwire import _parse_head
 from shared.language import LOCALE_VARIABLES, chosen_language
 from shared.links import parse_links
 from shared.log import Record
-from shared.observe import Observer, watching
+from shared.observe import Observer
 from shared.report import (
     CrawlResult,
     FetchStatistic,
@@ -37,6 +37,7 @@ from shared.testsite.cli import build_parser as site_parser
 from shared.tls import certificate_error, ssl_context
 from shared.tools import cli
 from shared.tools.cli import configure_logging, parse_args
+from shared.tools.instruments import watching
 from shared.tools.instruments.timeline import Timeline
 from shared.urls import BaseUrl, UrlRules, normalize
 
@@ -314,34 +315,91 @@ def test_a_timeline_notes_when_each_url_was_queued_begun_connected_and_ended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     timeline = Timeline()
-    with watching(timeline):
+    with watching(timeline):  # the crawl is told only while it is watched
         crawler = BaseCrawler(["http://h/"], Options(max_tries=2, ignore_robots=True))
-    now = [0.0]
-    monkeypatch.setattr(crawler, "now", lambda: now[0])
-    now[0] = 0.5
-    assert crawler.begin("http://h/")  # queued at 0: a root
-    now[0] = 1.0
-    assert crawler.observer is timeline
-    timeline.connected("http://h/")
-    timeline.connected("http://elsewhere/")  # not in flight: ignored
-    now[0] = 2.0
-    items = crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)
-    assert items == [("http://h/a", 10)]  # queued at 2.0
-    now[0] = 2.5
-    assert crawler.begin("http://h/a")
-    now[0] = 3.0
-    timeline.connected("http://h/a")  # the first try connects, then fails
-    assert not crawler.failed_try("http://h/a", 1, ConnectionResetError())
-    now[0] = 3.5
-    assert crawler.failed_try("http://h/a", 2, ConnectionRefusedError())  # never connected
+        now = [0.0]
+        monkeypatch.setattr(crawler, "now", lambda: now[0])
+        now[0] = 0.5
+        assert crawler.begin("http://h/")  # queued at 0: a root
+        now[0] = 1.0
+        timeline.connected("http://h/")
+        timeline.connected("http://elsewhere/")  # not in flight: ignored
+        now[0] = 2.0
+        items = crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)
+        assert items == [("http://h/a", 10)]  # queued at 2.0
+        now[0] = 2.5
+        assert crawler.begin("http://h/a")
+        now[0] = 3.0
+        timeline.connected("http://h/a")  # the first try connects, then fails
+        assert not crawler.failed_try("http://h/a", 1, ConnectionResetError())
+        now[0] = 3.5
+        assert crawler.failed_try("http://h/a", 2, ConnectionRefusedError())  # never connected
     assert timeline.timeline == [("http://h/", 0.5, 2.0), ("http://h/a", 2.5, 3.5)]
     assert timeline.phases == [("http://h/", 0.0, 1.0), ("http://h/a", 2.0, None)]
     assert timeline.queued_at == timeline.started_at == timeline.connected_at == {}
 
 
+def test_a_watched_crawl_tells_its_story_in_the_order_it_happens() -> None:
+    """The sentences BaseCrawler's bookkeeping tells, wrapped while someone watches.
+
+    A page's new links are queued before its record, a redirect's target after it; a
+    robots.txt is begun at once, never queued; a skipped URL is finished, never begun.
+    """
+    heard: list[tuple[str, str]] = []
+
+    class Ear(Observer):
+        def crawl_started(self, crawler: BaseCrawler) -> None:
+            heard.append(("crawl_started", ",".join(crawler.roots)))
+
+        def queued(self, url: str) -> None:
+            heard.append(("queued", url))
+
+        def fetch_started(self, url: str) -> None:
+            heard.append(("fetch_started", url))
+
+        def retrying(self, url: str) -> None:
+            heard.append(("retrying", url))
+
+        def fetch_finished(self, url: str) -> None:
+            heard.append(("fetch_finished", url))
+
+        def crawl_finished(self, result: CrawlResult) -> None:
+            heard.append(("crawl_finished", str(len(result.fetches))))
+
+    with watching(Ear()):
+        crawler = BaseCrawler(["http://h/"], Options(max_tries=2))
+        robots = crawler.robots_txt("http://h/")
+        assert robots == "http://h/robots.txt"
+        crawler.begin_robots(robots)
+        rules = page("User-agent: *\nDisallow: /no\n", ctype="text/plain")
+        crawler.record_response(robots, 10, rules, 1)
+        assert crawler.begin("http://h/")
+        crawler.record_response("http://h/", 10, page('<a href="/a"><a href="/no">'), 1)
+        assert not crawler.begin("http://h/no")  # robots.txt forbids it
+        assert crawler.begin("http://h/a")
+        assert not crawler.failed_try("http://h/a", 1, ConnectionResetError())
+        crawler.record_response("http://h/a", 10, Response(301, {"location": "/b"}), 2)
+        crawler.result()
+    links = sorted(heard[4:6])  # a page's links are queued in the order of a set
+    assert links == [("queued", "http://h/a"), ("queued", "http://h/no")], heard
+    assert heard[:4] + heard[6:] == [
+        ("crawl_started", "http://h/"),
+        ("fetch_started", "http://h/robots.txt"),
+        ("fetch_finished", "http://h/robots.txt"),
+        ("fetch_started", "http://h/"),
+        ("fetch_finished", "http://h/"),
+        ("fetch_finished", "http://h/no"),
+        ("fetch_started", "http://h/a"),
+        ("retrying", "http://h/a"),
+        ("fetch_finished", "http://h/a"),
+        ("queued", "http://h/b"),
+        ("crawl_finished", "4"),
+    ]
+
+
 def test_a_crawl_nobody_watches_keeps_no_times_and_tells_no_one() -> None:
     crawler = BaseCrawler(["http://h/"], Options(ignore_robots=True))
-    assert crawler.observer is None
+    assert type(crawler.seen_urls) is set  # BaseCrawler as written: nothing wraps it
     assert crawler.begin("http://h/")
     crawler.record_response("http://h/", 10, page('<a href="/a">a</a>'), 1)
     kept = set(vars(crawler))
@@ -358,12 +416,14 @@ def test_observers_hear_the_crawls_that_begin_while_they_watch() -> None:
         def fetch_started(self, url: str) -> None:
             heard.append(f"{self.name} {url}")
 
+    unwatched = dict(vars(BaseCrawler))
     with watching(Ear("outer")):
         with watching(Ear("inner")):
             BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/")
         BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/x")
     BaseCrawler(["http://h/"], Options(ignore_robots=True)).begin("http://h/y")
     assert heard == ["outer http://h/", "inner http://h/", "outer http://h/x"]
+    assert dict(vars(BaseCrawler)) == unwatched  # the watch over, BaseCrawler is as written
 
 
 def test_stage_3s_session_gets_the_trace_configs_of_everyone_watching() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 import stage3_asyncio as stage3
 from shared.crawling import Options
-from shared.observe import watching
 from shared.testsite import Site, serve
+from shared.tools.instruments import watching
 from shared.tools.instruments.timeline import Timeline
 from shared.tools.instruments.trace import Tracer, summarize
 

@@ -24,8 +24,8 @@ import pytest
 
 from shared import STAGES
 from shared.crawling import Options
-from shared.observe import watching
 from shared.testsite import Site, serve
+from shared.tools.instruments import watching
 from shared.tools.instruments.trace_events import COLOURS, TraceEvents
 from shared.tools.show.record import recording
 

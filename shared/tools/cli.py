@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator, Sequence
 from shared import STAGES, interrupt, log, reader_left
 from shared.crawling import Options, root_url
 from shared.language import LANGUAGES, add_help_option, chosen_language, help_in
-from shared.observe import Observer, watching
+from shared.observe import Observer
 from shared.report import CrawlResult, report, write_json
 from shared.tls import ssl_context
-from shared.tools.instruments import tasktree
+from shared.tools.instruments import tasktree, watching
 from shared.tools.instruments.timeline import Timeline
 from shared.tools.instruments.trace import Tracer
 from shared.tools.instruments.trace_events import TraceEvents

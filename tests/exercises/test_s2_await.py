@@ -21,9 +21,10 @@ from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `lo
 
 from shared import observe
 from shared.crawling import Options
-from shared.observe import Observer, watching
+from shared.observe import Observer
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
+from shared.tools.instruments import watching
 from shared.tools.instruments.trace import Tracer
 from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Future

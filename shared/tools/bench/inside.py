@@ -51,8 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from shared.crawling import Options
-from shared.observe import watching
 from shared.tools.bench.measure import SiteOptions, SiteServer, posix_only
+from shared.tools.instruments import watching
 from shared.tools.instruments.connections import Connections
 
 Crawl = Callable[[Sequence[str], Options], Any]

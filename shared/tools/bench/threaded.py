@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from shared import observe
 from shared.crawling import LOGGER, BaseCrawler, Options
 from shared.httpwire import ResponseParser, WireError, request_bytes
 from shared.report import CrawlResult
@@ -150,9 +151,9 @@ class Crawler(BaseCrawler):
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             sock.settimeout(remaining(deadline))
             sock.connect(sockaddr)  # blocks: until connected
-            if self.observer:  # someone watches (--timeline): connecting is over, reading begins
+            if observer := observe.observer:  # someone watches (--timeline): connecting is over
                 with self.lock:
-                    tell_connected(self.observer, url)
+                    tell_connected(observer, url)
             if url.startswith("https:"):
                 # With blocking sockets TLS is one call: the handshake simply blocks too.
                 host = urlsplit(url).hostname

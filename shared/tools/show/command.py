@@ -24,8 +24,8 @@ from typing import Any
 
 from shared import STAGES
 from shared.language import add_help_option, chosen_language, help_in
-from shared.observe import watching
 from shared.tools.cli import configure_logging, parse_args
+from shared.tools.instruments import watching
 from shared.tools.instruments.trace_events import TraceEvents
 from shared.tools.language import LANGUAGES, locale_language
 from shared.tools.show.page import crawl_data, interesting_step, texts, write

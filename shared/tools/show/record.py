@@ -31,8 +31,7 @@ from types import CodeType, FrameType
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from shared.observe import watching
-from shared.tools.instruments import tasktree
+from shared.tools.instruments import tasktree, watching
 from shared.tools.instruments.trace import Tracer, callback_event, coroutine_chain, summarize
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: paths are shown from here
