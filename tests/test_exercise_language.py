@@ -492,3 +492,38 @@ def test_every_verb_s_help_is_in_chinese_under_zh_cn_whichever_side_of_the_verb_
         assert capsys.readouterr().out.startswith("用法："), argv
     assert main(["--lang", "zh-CN", "list"]) == 0  # before the verb, it is the verb's
     assert capsys.readouterr().out.rstrip().endswith("start NAME --lang zh-CN")
+
+
+# --- the walk: one exercise from start to solve, in Chinese -------------------------------
+
+
+def test_a_walk_through_an_exercise_in_chinese_meets_no_english_sentence(
+    out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """start, check (failing), hint, solve, check (passing): what a Chinese student reads.
+
+    Code is not prose: the diff `solve` shows and what sits in backticks are left out, and
+    so are the commands the tool suggests (`nox -s exercise -- ...`).
+    """
+    from test_readme import english_sentences  # the pages' own test of the same thing
+
+    folder = out / "s1-loop"
+    steps = [
+        (["start", "s1-loop", "--lang", "zh-CN"], 0),
+        (["check", "s1-loop"], 1),
+        (["hint", "s1-loop"], 0),
+        (["solve", "s1-loop"], 0),
+        (["check", "s1-loop"], 0),
+    ]
+    english = []
+    for argv, status in steps:
+        assert main(argv) == status, argv
+        screen = capsys.readouterr()
+        prose = [
+            line
+            for line in (screen.out + screen.err).splitlines()
+            if not re.match(r"[-+@ ]|diff |nox ", line)  # the diff's lines, a command
+        ]
+        english += [f"{argv[0]}: {run}" for run in english_sentences("\n".join(prose))]
+    assert (folder / ".exercise.json").exists()
+    assert not english, "English under zh-CN:\n" + "\n".join(english)
