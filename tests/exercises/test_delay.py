@@ -30,6 +30,10 @@ DELAY = 0.1
 # A loaded machine may shift an arrival by a connect's worth of time, so a check asks for
 # half the delay: starts that do not wait at all come a few milliseconds apart.
 SLACK = DELAY / 2
+# The whole span forgives one delay: a first request that starts late shortens it, since
+# each start is booked DELAY after the one booked before it, not after the one that
+# happened.  A crawl that waits once per worker, not per request, spans a quarter of it.
+SPAN_SLACK = DELAY
 
 
 @pytest.mark.parametrize("package", STAGES)
@@ -46,7 +50,7 @@ def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
     # shift by a connect's worth of time (one gap shrinks, the next grows).  So: the whole
     # span, and the typical gap, not the smallest one.
     span = arrived[-1] - arrived[0]
-    assert span >= len(gaps) * DELAY - SLACK, reason(
+    assert span >= len(gaps) * DELAY - SPAN_SLACK, reason(
         "delay.too-fast", count=len(arrived), span=f"{span:.3f}", delay=DELAY
     )
     assert statistics.median(gaps) >= DELAY - SLACK, reason(
