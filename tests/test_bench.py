@@ -25,7 +25,7 @@ from shared.crawling import BaseCrawler, Options
 from shared.observe import watching
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
-from shared.tools.bench import compare, inside, measure, pagecost, server, threaded
+from shared.tools.bench import compare, independent, inside, measure, pagecost, server, threaded
 from shared.tools.bench.bench import (
     COMMITTED_JSON,
     DEFAULT_JSON,
@@ -253,6 +253,31 @@ def test_the_races_floor_adds_the_time_the_site_takes_to_accept_every_connection
     """10,000 fetches of 2 s on a site that accepts 7,000 connections a second: 3.43 s."""
     assert race_floor(2.0, 10_000, 7_000) == pytest.approx(2.0 + 10_000 / 7_000)
     assert race_floor(0.5, 0, 7_000) == 0.5  # nothing to connect: the delay alone
+
+
+def test_the_independent_harness_site_is_a_tree_and_every_crawler_fetches_all_of_it(
+    tmp_path: Path,
+) -> None:
+    """Its site's pages, found from /p/0 by following links, are --pages; every run fetches them.
+
+    The harness refuses a run in which a crawler missed a page (SystemExit), so that its
+    figures compare crawlers that did the same work.
+    """
+    found, todo = {"/p/0"}, ["/p/0"]
+    while todo:
+        body = independent.page(todo.pop(), 123, 0)
+        assert body is not None
+        new = set(independent.HREF.findall(body[0].decode())) - found
+        found |= new
+        todo += new
+    assert found == {f"/p/{n}" for n in range(123)}
+    assert independent.page("/p/123", 123, 0) is None
+    out = tmp_path / "figures.json"
+    argv = ["--pages=45", "--latency=0", "--race=30", "--race-delay=0.05", "--runs=1"]
+    assert independent.main([*argv, "--no-pin", f"--json={out}"]) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert all(len(seconds) == 1 for seconds in doc["seconds"].values())
+    assert set(doc["pages_per_s"]) == {"stage3_asyncio", "threads"}
 
 
 def test_page_set_difference() -> None:
