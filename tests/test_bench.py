@@ -161,8 +161,13 @@ def test_compare_on_a_tiny_site_gives_four_rows_and_three_pictures(tmp_path: Pat
     assert all(name in texts for name in names)
     # Per lane: everything in flight, the reading part over it, and the queue below.
     assert len(list(root.iter(SVG + "path"))) == 3 * 4
+    # A bar per crawler, but in the race only for those that ran it (one killed is named).
+    doc = json.loads(COMMITTED_JSON.read_text())
+    size = max(doc["S3"], key=lambda key: int(key) if key.isdigit() else 0)
+    raced = [name for name, entry in doc["S3"][size]["results"].items() if max(entry["seconds"])]
+    wanted = {"memory.svg": 4, "race.svg": len(raced), "latency.svg": 4}
     for picture in PICTURES[1:]:
-        assert len(bars_of(ET.parse(tmp_path / picture).getroot())) == 4
+        assert len(bars_of(ET.parse(tmp_path / picture).getroot())) == wanted[picture]
 
 
 def test_compare_runs_where_there_is_no_fork_and_leaves_memory_out(
@@ -437,6 +442,17 @@ def test_memory_and_race_pictures_have_a_bar_per_crawler_with_its_figure() -> No
     assert "callbacks finished first, in 3.0 s, threads last, in 9.0 s" in " ".join(texts)
     with pytest.raises(ValueError, match="no S3"):
         memory_svg({"S3": {"5000": {"skipped": "file-descriptor limit 1024"}}})
+
+
+def test_a_crawler_that_never_ran_the_race_is_named_not_drawn() -> None:
+    """A crawler killed before its race (0 s, none answered) is no bar of 0 s, and no x0."""
+    kib = {"stage1_callbacks": 1.0, "threaded": 20.0}
+    doc = s3_doc(kib, {"stage1_callbacks": 3.0, "threaded": 9.0})
+    doc["S3"]["100"]["results"]["threaded"].update(seconds=[0.0], complete=[False], lost=[101])
+    root = ET.fromstring(race_svg(doc))
+    assert set(bars_of(root)) == {"stage1_callbacks"}
+    words = " ".join(" ".join(t.text or "" for t in root.iter(SVG + "text")).split())
+    assert "Not drawn: threaded, which answered none." in words
 
 
 def test_the_latency_picture_draws_each_crawl_against_the_level_bound() -> None:
