@@ -114,7 +114,9 @@ def open_session(ssl_context: ssl.SSLContext, limit: int) -> aiohttp.ClientSessi
         max_line_size=2 * MAX_FIELD,
         max_field_size=2 * MAX_FIELD,
         # A try is a request the server could have seen, as in stages 1 and 2: see
-        # stale_is_free for the one a pooled connection loses, which costs no try.
+        # stale_is_free for the one a pooled connection loses, which costs no try.  The
+        # two cost 1.3 KB per fetch in flight, and no CPU that could be measured apart from
+        # the noise (shared/tools/bench/RESULTS.md, "Stage 3's pool").
         middlewares=(stale_is_free,),
         trace_configs=[pool_trace(), *traces],  # pool_trace for stale_is_free
     )

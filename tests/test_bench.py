@@ -25,7 +25,7 @@ from shared import STAGES
 from shared.crawling import BaseCrawler, Options
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
-from shared.tools.bench import compare, inside, measure, pagecost, server, threaded
+from shared.tools.bench import compare, independent, inside, measure, pagecost, server, threaded
 from shared.tools.bench.bench import (
     COMMITTED_JSON,
     DEFAULT_JSON,
@@ -177,8 +177,13 @@ def test_compare_on_a_tiny_site_gives_four_rows_and_three_pictures(tmp_path: Pat
     assert all(name in texts for name in names)
     # Per lane: everything in flight, the reading part over it, and the queue below.
     assert len(list(root.iter(SVG + "path"))) == 3 * 4
+    # A bar per crawler, but in the race only for those that ran it (one killed is named).
+    doc = json.loads(COMMITTED_JSON.read_text())
+    size = max(doc["S3"], key=lambda key: int(key) if key.isdigit() else 0)
+    raced = [name for name, entry in doc["S3"][size]["results"].items() if max(entry["seconds"])]
+    wanted = {"memory.svg": 4, "race.svg": len(raced), "latency.svg": 4}
     for picture in PICTURES[1:]:
-        assert len(bars_of(ET.parse(tmp_path / picture).getroot())) == 4
+        assert len(bars_of(ET.parse(tmp_path / picture).getroot())) == wanted[picture]
 
 
 def test_compare_runs_where_there_is_no_fork_and_leaves_memory_out(
@@ -269,6 +274,31 @@ def test_the_races_floor_adds_the_time_the_site_takes_to_accept_every_connection
     """10,000 fetches of 2 s on a site that accepts 7,000 connections a second: 3.43 s."""
     assert race_floor(2.0, 10_000, 7_000) == pytest.approx(2.0 + 10_000 / 7_000)
     assert race_floor(0.5, 0, 7_000) == 0.5  # nothing to connect: the delay alone
+
+
+def test_the_independent_harness_site_is_a_tree_and_every_crawler_fetches_all_of_it(
+    tmp_path: Path,
+) -> None:
+    """Its site's pages, found from /p/0 by following links, are --pages; every run fetches them.
+
+    The harness refuses a run in which a crawler missed a page (SystemExit), so that its
+    figures compare crawlers that did the same work.
+    """
+    found, todo = {"/p/0"}, ["/p/0"]
+    while todo:
+        body = independent.page(todo.pop(), 123, 0)
+        assert body is not None
+        new = set(independent.HREF.findall(body[0].decode())) - found
+        found |= new
+        todo += new
+    assert found == {f"/p/{n}" for n in range(123)}
+    assert independent.page("/p/123", 123, 0) is None
+    out = tmp_path / "figures.json"
+    argv = ["--pages=45", "--latency=0", "--race=30", "--race-delay=0.05", "--runs=1"]
+    assert independent.main([*argv, "--no-pin", f"--json={out}"]) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert all(len(seconds) == 1 for seconds in doc["seconds"].values())
+    assert set(doc["pages_per_s"]) == {"stage3_asyncio", "threads"}
 
 
 def test_page_set_difference() -> None:
@@ -428,6 +458,17 @@ def test_memory_and_race_pictures_have_a_bar_per_crawler_with_its_figure() -> No
     assert "callbacks finished first, in 3.0 s, threads last, in 9.0 s" in " ".join(texts)
     with pytest.raises(ValueError, match="no S3"):
         memory_svg({"S3": {"5000": {"skipped": "file-descriptor limit 1024"}}})
+
+
+def test_a_crawler_that_never_ran_the_race_is_named_not_drawn() -> None:
+    """A crawler killed before its race (0 s, none answered) is no bar of 0 s, and no x0."""
+    kib = {"stage1_callbacks": 1.0, "threaded": 20.0}
+    doc = s3_doc(kib, {"stage1_callbacks": 3.0, "threaded": 9.0})
+    doc["S3"]["100"]["results"]["threaded"].update(seconds=[0.0], complete=[False], lost=[101])
+    root = ET.fromstring(race_svg(doc))
+    assert set(bars_of(root)) == {"stage1_callbacks"}
+    words = " ".join(" ".join(t.text or "" for t in root.iter(SVG + "text")).split())
+    assert "Not drawn: threaded, which answered none." in words
 
 
 def test_the_latency_picture_draws_each_crawl_against_the_level_bound() -> None:

@@ -134,9 +134,12 @@ def race_svg(doc: dict[str, Any], source: str = "shared/tools/bench/results.json
         raise ValueError("the results have no S3 figures: nothing to draw")
     size, part = sizes[-1], doc["S3"][sizes[-1]]
     results = part["results"]
-    bars = []
+    bars, missing = [], []
     for name in ordered(results):
         entry = results[name]
+        if not max(entry["seconds"]):  # it died before its crawl began (killed): no time to draw
+            missing.append(name)
+            continue
         seconds = statistics.median(entry["seconds"])
         lost = max(entry["lost"])
         answered = "all answered" if all(entry["complete"]) else f"{lost:,} lost"
@@ -168,6 +171,7 @@ def race_svg(doc: dict[str, Any], source: str = "shared/tools/bench/results.json
         f"are the crawlers' own: {fastest.label} finished first, in {fastest.value:.1f} s, "
         f"{slowest.label} last, in {slowest.value:.1f} s ({slowest.value / fastest.value:.1f}x "
         f"as long). {floor_words}"
+        + "".join(f" Not drawn: {name}, which answered none." for name in missing)
     )
     return render_bars(
         bars,
