@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import collections
 import html.parser
 import re
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from shared.tools import sidebyside
+from shared.tools.bench.measure import count_lines
 from shared.tools.sidebyside import (
     CHANGED,
     LEFT_ONLY,
+    MEANING,
     RIGHT_ONLY,
     SAME,
     Line,
@@ -437,8 +440,47 @@ def test_the_page_lists_the_pairs_and_each_link_leads_to_its_pair() -> None:
 
 
 def test_the_tool_keeps_to_its_size() -> None:
-    """500 lines at most: the tool stays small beside the stages it shows."""
-    assert len(Path(sidebyside.__file__).read_text(encoding="utf-8").splitlines()) <= 500
+    """500 lines at most, counted as the stages' budget is: the tool stays small beside them."""
+    assert count_lines([Path(sidebyside.__file__)]) <= 500
+
+
+def said_in_the_code() -> set[str]:
+    """Every English sentence the tool says: the literals given to say(), and the table's whys."""
+    tree = ast.parse(Path(sidebyside.__file__).read_text(encoding="utf-8"))
+    literals = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and ast.unparse(node.func) in {"say", "said"}
+        and isinstance(node.args[0], ast.Constant)
+    }
+    return literals | set(MEANING.values()) | {c.why for c in sidebyside.STAGE1_TO_LATER}
+
+
+def test_every_sentence_the_tool_says_has_its_chinese_and_no_other() -> None:
+    chinese = sidebyside.chinese()
+    said = said_in_the_code()
+    assert len(said) > 20, "the sentences were not found: has say() been renamed?"
+    assert not said - chinese.keys(), f"no Chinese for: {sorted(said - chinese.keys())}"
+    assert not chinese.keys() - said, f"Chinese for nothing the tool says: {chinese.keys() - said}"
+    blanks = {english: english.count("{}") for english in said}
+    assert all(chinese[english].count("{}") == n for english, n in blanks.items())
+
+
+def test_under_zh_cn_the_columns_the_page_and_the_help_speak_chinese(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["stage1", "stage2", "--width", "120", "--lang", "zh-CN"]) == 0
+    text = capsys.readouterr().out
+    assert "'<' 只在左边" in text and "行只在右边。" in text.splitlines()[-1]
+    assert "阶段 1 手工把页面停放起来" in text  # a pair's why
+    page = tmp_path / "diff.html"
+    assert main(["stage1", "stage2", "--html", "--out", str(page), "--lang", "zh-CN"]) == 0
+    assert capsys.readouterr().out.startswith("已写出 ")
+    assert '<html lang="zh-CN">' in page.read_text("utf-8")
+    with pytest.raises(SystemExit):
+        main(["--help", "--lang", "zh-CN"])
+    assert "两个爬虫并排对照" in capsys.readouterr().out
 
 
 # --- the command line ---------------------------------------------------------------------

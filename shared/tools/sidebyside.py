@@ -13,9 +13,11 @@ import argparse
 import ast
 import collections
 import difflib
+import functools
 import html
 import io
 import itertools
+import json
 import os
 import re
 import shutil
@@ -27,10 +29,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from shared import STAGES
+from shared.language import LANGUAGES, add_help_option, chosen_language, help_in, wrap_columns
 from shared.tools.language import display_width
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "out"  # where --html writes by default: git ignores it
+#: What the tool says, in Chinese: each English sentence of the code and its translation.
+CHINESE = Path(__file__).with_name("sidebyside.zh-CN.json")
 STAGE_OF = {package: short for short, package in STAGES.items()}  # stage1_callbacks: stage1
 
 #: The marks of the middle column, and what they say about the row.
@@ -41,6 +46,25 @@ MEANING |= {LEFT_ONLY: "only on the left", RIGHT_ONLY: "only on the right"}
 #: ratio): one took the other's place; any lower, and chance (``self.``, brackets) decides.
 #: From SIMILAR on they are one line edited, and the words that differ are marked.
 RESEMBLE, SIMILAR = 0.4, 0.6
+
+
+@functools.cache
+def chinese() -> dict[str, str]:
+    """The English sentences the tool says, and their Chinese (read once, when first asked)."""
+    said: dict[str, str] = json.loads(CHINESE.read_text("utf-8"))
+    return said
+
+
+def say(english: str, lang: str) -> str:
+    """``english`` in ``lang``: itself, or its Chinese from sidebyside.zh-CN.json."""
+    return chinese().get(english, english) if lang == "zh-CN" else english
+
+
+def text_wrap(text: str, width: int, lang: str, indent: str = "") -> list[str]:
+    """Lines of at most ``width`` columns: by spaces in English, by display width in Chinese."""
+    if lang != "zh-CN":
+        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent)
+    return [indent + line for line in wrap_columns(text, width - len(indent))] if text else []
 
 
 @dataclass(frozen=True)
@@ -308,17 +332,18 @@ def line_ranges(chosen: Sequence[Piece], every: Sequence[Piece]) -> str:
     return ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in filter(None, spans))
 
 
-def summary(view: SideBySide) -> str:
+def summary(view: SideBySide, lang: str = "en") -> str:
     """How many rows of each kind the whole comparison has."""
     found = collections.Counter(row.mark for section in view.sections for row in section.rows)
-    words = "lines the same", "changed", "only on the left", "only on the right"
-    return ", ".join(f"{found[mark]} {say}" for mark, say in zip(MEANING, words, strict=True)) + "."
+    counts = [found[mark] for mark in MEANING]
+    kinds = say("{} lines the same, {} changed, {} only on the left, {} only on the right.", lang)
+    return kinds.format(*counts)
 
 
 MIN_WIDTH = 40  # narrower, and no line of code is legible: a narrower width is taken as 40
 
 
-def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
+def render_text(view: SideBySide, width: int, wrap: bool = True, lang: str = "en") -> str:
     """Two columns and a mark between them, no line longer than ``width``.
 
     Each column loses its section's common indentation (a method's four spaces).  A line
@@ -357,19 +382,21 @@ def render_text(view: SideBySide, width: int, wrap: bool = True) -> str:
 
     out: list[str] = []
     prose(view.left_name, view.right_name)
-    out += textwrap.wrap("  ".join(f"'{m}' {words}" for m, words in MEANING.items()), width)
+    legend = "  ".join(f"'{m}' {say(words, lang)}" for m, words in MEANING.items())
+    out += text_wrap(legend, width, lang)
     for s in view.sections:
         out.append("=" * width)
         heads = zip(s.labels, s.spans, strict=True)
-        prose(*(f"{label} (lines {lines})" * bool(label) for label, lines in heads))
-        out += textwrap.wrap(s.why, width, initial_indent="  ", subsequent_indent="  ")
+        lines_of = say("{} (lines {})", lang)
+        prose(*(lines_of.format(label, lines) * bool(label) for label, lines in heads))
+        out += text_wrap(say(s.why, lang), width, lang, indent="  ")
         out.append("-" * width)
         lines = [[x.text for p in side for x in p.lines] for side in (s.left, s.right)]
         indents = [min((len(x) - len(x.lstrip()) for x in side), default=0) for side in lines]
         for row in s.rows:
             put(cells(row.left, indents[0]), row.mark, cells(row.right, indents[1]))
     out.append("=" * width)
-    out += textwrap.wrap(summary(view), width)
+    out += text_wrap(summary(view, lang), width, lang)
     for problem in view.problems:
         out += textwrap.wrap(f"table: {problem}", width)
     return "\n".join(out) + "\n"
@@ -380,33 +407,41 @@ ROW_CLASS = {SAME: "same", CHANGED: "changed", LEFT_ONLY: "left", RIGHT_ONLY: "r
 COLUMNS = '<colgroup><col class="n"><col><col class="m"><col class="n"><col></colgroup>'
 
 
-def render_html(view: SideBySide) -> str:
+def render_html(view: SideBySide, lang: str = "en") -> str:
     """One page: a contents list of the pairs, then a table per pair, changes highlighted.
 
     Each pair's anchor is its first piece's name (``#crawler-work``), to send a class to.
     """
-    esc, title, ids = html.escape, f"{view.left_name} beside {view.right_name}", list[str]()
+    title = say("{} beside {}", lang).format(view.left_name, view.right_name)
+    esc, ids = html.escape, list[str]()
     for s in view.sections:
         name = re.sub(r"\W+", "-", (s.labels[0] or s.labels[1]).split(" + ")[0].lower())
         ids.append(name.strip("-") + (f"-{len(ids)}" if name.strip("-") in ids else ""))
-    legend = [f'<span class="{ROW_CLASS[m]}">{esc(m)}</span> {say}' for m, say in MEANING.items()]
+    legend = [
+        f'<span class="{ROW_CLASS[m]}">{esc(m)}</span> {say(w, lang)}' for m, w in MEANING.items()
+    ]
     out = [
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
+        f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{CSS.read_text('utf-8')}</style></head><body>",
-        f'<h1 id="contents">{esc(title)}</h1><p class="legend">{" ".join(legend)}.',
-        f'{esc(summary(view))}</p><nav aria-label="the pairs"><ol>',
+        f'<h1 id="contents">{esc(title)}</h1><p class="legend">{" ".join(legend)}{say(".", lang)}',
+        f'{esc(summary(view, lang))}</p><nav aria-label="the pairs"><ol>',
     ]
     for id, s in zip(ids, view.sections, strict=True):
-        out.append(f'<li><a href="#{id}">{" / ".join(esc(n or "nothing") for n in s.labels)}</a>')
+        names = " / ".join(esc(n or say("nothing", lang)) for n in s.labels)
+        out.append(f'<li><a href="#{id}">{names}</a>')
     out.append("</ol></nav>")
     for id, s in zip(ids, view.sections, strict=True):
         heads = zip(s.labels, s.spans, strict=True)
-        th = [f"{esc(name)} <small>lines {lines}</small>" * bool(name) for name, lines in heads]
+        small = say("lines {}", lang)
+        th = [
+            f"{esc(name)} <small>{small.format(lines)}</small>" * bool(name)
+            for name, lines in heads
+        ]
         out.append(f'<section id="{id}"><table>{COLUMNS}<thead><tr><th colspan="2">{th[0]}</th>')
         out.append('<th><a href="#contents" title="contents">&uarr;</a></th><th colspan="2">')
         out.append(f"{th[1]}</th></tr></thead><tbody>")
-        out += [f'<tr><td colspan="5">{esc(s.why)}</td></tr>'] if s.why else []
+        out += [f'<tr><td colspan="5">{esc(say(s.why, lang))}</td></tr>'] if s.why else []
         for row in s.rows:
             cells = [
                 f'<td class="n">{x.number}</td><td class="c {side}">{code}</td>'
@@ -450,22 +485,29 @@ def find(name: str) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Compare two stages' crawlers; return the exit status."""
-    parser = argparse.ArgumentParser("nox -s diff --", description="Two crawlers side by side.")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    lang = chosen_language(argv)  # read first, so that --help speaks it too
+    said = functools.partial(say, lang=lang)
+    described = help_in(lang, description=said("Two crawlers side by side."))
+    parser = argparse.ArgumentParser("nox -s diff --", **described)
     add = parser.add_argument
-    add("stages", nargs="*", metavar="STAGE", help="stage1, stage2, stage3 or a crawler file")
-    add("--html", action="store_true", help="a page instead: out/diff-STAGE-STAGE.html")
-    add("--unified", action="store_true", help="a unified diff instead")
-    add("--out", type=Path, metavar="PATH", help="where --html writes its page")
-    add("--width", type=int, metavar="N", help="columns to fill (default: the terminal's)")
-    add("--truncate", action="store_true", help="cut long lines short, not wrapped")
+    add_help_option(parser, lang)
+    add("stages", nargs="*", metavar="STAGE", help=said("stage1, stage2, stage3 or a crawler file"))
+    add("--html", action="store_true", help=said("a page instead: out/diff-STAGE-STAGE.html"))
+    add("--unified", action="store_true", help=said("a unified diff instead"))
+    add("--out", type=Path, metavar="PATH", help=said("where --html writes its page"))
+    add("--width", type=int, metavar="N", help=said("columns to fill (default: the terminal's)"))
+    add("--truncate", action="store_true", help=said("cut long lines short, not wrapped"))
+    add("--lang", choices=LANGUAGES, help=said("the language it speaks (default: the locale's)"))
     args = parser.parse_args(argv)
     if len(args.stages) not in (0, 2):
-        parser.error("give two stages, for example: stage1 stage2")
+        parser.error(said("give two stages, for example: stage1 stage2"))
     if (args.out and not args.html) or (args.html and args.unified):
-        parser.error("--out is where --html writes; --html and --unified: one or the other")
+        parser.error(said("--out is where --html writes; --html and --unified: one or the other"))
     left, right = paths = [find(name) for name in args.stages or ["stage2", "stage3"]]
     if missing := [path for path in paths if not path.is_file()]:
-        parser.error(f"no {missing[0]}: name two of {', '.join(STAGES)}, or two crawler files")
+        wrong = said("no {}: name two of {}, or two crawler files")
+        parser.error(wrong.format(missing[0], ", ".join(STAGES)))
     try:
         if args.unified:
             old, new = (path.read_text("utf-8").splitlines(keepends=True) for path in paths)
@@ -475,19 +517,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             view = compare(left, right)
         except SyntaxError as exc:  # a file being edited: the unified diff still works
-            print(f"{exc.filename}:{exc.lineno}: {exc.msg}; try --unified", file=sys.stderr)
+            print(
+                f"{exc.filename}:{exc.lineno}: {exc.msg}; {said('try --unified')}", file=sys.stderr
+            )
             return 1
         if args.html:
             names = [STAGE_OF.get(p.parent.name) or p.parent.name or p.stem for p in paths]
             out = args.out or OUT / f"diff-{names[0]}-{names[1]}.html"
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(render_html(view), encoding="utf-8")
-            print(f"wrote {display_name(out)}")
+            out.write_text(render_html(view, lang), encoding="utf-8")
+            print(said("wrote {}").format(display_name(out)))
             return 0
         if isinstance(sys.stdout, io.TextIOWrapper):  # a console that cannot show "…" gets "?"
             sys.stdout.reconfigure(errors="replace")
         width = args.width or shutil.get_terminal_size().columns
-        sys.stdout.write(render_text(view, width, wrap=not args.truncate))
+        sys.stdout.write(render_text(view, width, wrap=not args.truncate, lang=lang))
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader left (`| head`): no error; stdout to /dev/null, or the last flush complains.
