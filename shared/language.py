@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -127,9 +128,14 @@ class ChineseHelp(argparse.HelpFormatter):
         usage, blank, rest = text.partition("\n\n")
         if usage.startswith(USAGE_ZH):
             usage = usage.replace("\n", "\n" + " " * len(USAGE_ZH))
-        for title in TITLES_ZH.values():  # argparse ends a title with an ASCII colon
-            rest = rest.replace(f"\n{title}:\n", f"\n{title}：\n")
+        # argparse ends a title with an ASCII colon: a Chinese title, argparse's or a
+        # group's, ends with a Chinese one.
+        rest = re.sub(r"^([^\s].*[\u4e00-\u9fff].*):$", r"\1：", rest, flags=re.MULTILINE)
         return usage + blank + rest
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """The description and epilog, wrapped by columns as the options' help is."""
+        return "\n".join(indent + line for line in wrap_columns(" ".join(text.split()), width))
 
 
 def help_in(lang: str, *, description: str) -> dict[str, Any]:

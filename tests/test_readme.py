@@ -28,11 +28,14 @@ from typing import Any
 import pytest
 
 from shared.testsite import Site
+from shared.tools import sidebyside
+from shared.tools.bench.bench import BOOK as BENCH_BOOK
 from shared.tools.bench.bench import COMMITTED_JSON, markdown
 from shared.tools.bench.compare import Row, format_table
 from shared.tools.bench.figures import kib_per_fetch
 from shared.tools.bench.measure import CRAWLERS, count_lines
 from shared.tools.cli import build_parser
+from shared.tools.language import Phrasebook
 from shared.tools.show import samples
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -1014,3 +1017,43 @@ def test_a_walk_in_chinese_meets_no_english_sentence(tmp_path: Path) -> None:
     tokens = re.split(r"[\s，。：；、（）]+", done.stdout + done.stderr)
     crawl = [token for token in tokens if re.fullmatch(r"(?=.*[a-z])[A-Za-z]{2,}[,;:.]?", token)]
     assert not found and not crawl, f"English sentences: {found}; English in the crawl: {crawl}"
+
+
+# --- the tools' phrasebooks: every sentence a tool says has its Chinese -------------------
+
+
+def said_in(paths: list[Path]) -> set[str]:
+    """Every English sentence given to a phrasebook's say() in these files (literals)."""
+    said = set()
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args]
+        for call in calls:
+            first = call.args[0]
+            if ast.unparse(call.func).split(".")[-1] in {"say", "said"} and (
+                isinstance(first, ast.Constant) and isinstance(first.value, str)
+            ):
+                said.add(first.value)
+    return said
+
+
+@pytest.mark.parametrize(
+    ("book", "paths", "more"),
+    [
+        (sidebyside.BOOK, ["shared/tools/sidebyside.py"], "sidebyside"),
+        (BENCH_BOOK, ["shared/tools/bench/bench.py", "shared/tools/bench/compare.py"], ""),
+    ],
+    ids=["diff", "bench"],
+)
+def test_every_sentence_a_tool_says_has_its_chinese_and_no_other(
+    book: Phrasebook, paths: list[str], more: str
+) -> None:
+    said = said_in([ROOT / path for path in paths])
+    if more:  # the legend's words and each pair's why: data, said through say() too
+        said |= set(sidebyside.MEANING.values()) | {c.why for c in sidebyside.STAGE1_TO_LATER}
+    assert len(said) > 20, "the sentences were not found: has say() been renamed?"
+    chinese = book.chinese
+    assert not said - chinese.keys(), f"no Chinese for: {sorted(said - chinese.keys())}"
+    assert not chinese.keys() - said, f"Chinese for nothing the tool says: {chinese.keys() - said}"
+    blanks = [english for english in said if chinese[english].count("{") != english.count("{")]
+    assert not blanks, f"a translation lacks a blank of its English: {blanks}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import collections
 import html.parser
 import re
@@ -17,7 +16,6 @@ from shared.tools.bench.measure import count_lines
 from shared.tools.sidebyside import (
     CHANGED,
     LEFT_ONLY,
-    MEANING,
     RIGHT_ONLY,
     SAME,
     Line,
@@ -442,29 +440,6 @@ def test_the_page_lists_the_pairs_and_each_link_leads_to_its_pair() -> None:
 def test_the_tool_keeps_to_its_size() -> None:
     """500 lines at most, counted as the stages' budget is: the tool stays small beside them."""
     assert count_lines([Path(sidebyside.__file__)]) <= 500
-
-
-def said_in_the_code() -> set[str]:
-    """Every English sentence the tool says: the literals given to say(), and the table's whys."""
-    tree = ast.parse(Path(sidebyside.__file__).read_text(encoding="utf-8"))
-    literals = {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and ast.unparse(node.func) in {"say", "said"}
-        and isinstance(node.args[0], ast.Constant)
-    }
-    return literals | set(MEANING.values()) | {c.why for c in sidebyside.STAGE1_TO_LATER}
-
-
-def test_every_sentence_the_tool_says_has_its_chinese_and_no_other() -> None:
-    chinese = sidebyside.chinese()
-    said = said_in_the_code()
-    assert len(said) > 20, "the sentences were not found: has say() been renamed?"
-    assert not said - chinese.keys(), f"no Chinese for: {sorted(said - chinese.keys())}"
-    assert not chinese.keys() - said, f"Chinese for nothing the tool says: {chinese.keys() - said}"
-    blanks = {english: english.count("{}") for english in said}
-    assert all(chinese[english].count("{}") == n for english, n in blanks.items())
 
 
 def test_under_zh_cn_the_columns_the_page_and_the_help_speak_chinese(

@@ -17,7 +17,6 @@ import functools
 import html
 import io
 import itertools
-import json
 import os
 import re
 import shutil
@@ -30,12 +29,10 @@ from typing import NamedTuple
 
 from shared import STAGES
 from shared.language import LANGUAGES, add_help_option, chosen_language, help_in, wrap_columns
-from shared.tools.language import display_width
+from shared.tools.language import Phrasebook, display_width
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "out"  # where --html writes by default: git ignores it
-#: What the tool says, in Chinese: each English sentence of the code and its translation.
-CHINESE = Path(__file__).with_name("sidebyside.zh-CN.json")
 STAGE_OF = {package: short for short, package in STAGES.items()}  # stage1_callbacks: stage1
 
 #: The marks of the middle column, and what they say about the row.
@@ -48,16 +45,9 @@ MEANING |= {LEFT_ONLY: "only on the left", RIGHT_ONLY: "only on the right"}
 RESEMBLE, SIMILAR = 0.4, 0.6
 
 
-@functools.cache
-def chinese() -> dict[str, str]:
-    """The English sentences the tool says, and their Chinese (read once, when first asked)."""
-    said: dict[str, str] = json.loads(CHINESE.read_text("utf-8"))
-    return said
-
-
-def say(english: str, lang: str) -> str:
-    """``english`` in ``lang``: itself, or its Chinese from sidebyside.zh-CN.json."""
-    return chinese().get(english, english) if lang == "zh-CN" else english
+#: What the tool says, in Chinese (--lang zh-CN, or a Chinese locale).
+BOOK = Phrasebook(Path(__file__).with_name("sidebyside.zh-CN.json"))
+say = BOOK.say
 
 
 def text_wrap(text: str, width: int, lang: str, indent: str = "") -> list[str]:

@@ -32,6 +32,7 @@ shared/tools/bench/results.json: ``--json shared/tools/bench/results.json`` repl
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -42,6 +43,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from shared.language import LANGUAGES, add_help_option, chosen_language, help_in
 from shared.tools.bench.measure import (
     CRAWLERS,
     ROOT,
@@ -61,6 +63,11 @@ from shared.tools.bench.measure import (
     run_crawler,
     site_server,
 )
+from shared.tools.language import Phrasebook
+
+#: The bench's and compare's sentences in Chinese (--lang zh-CN, or a Chinese locale); the
+#: tables and the pictures keep their English names, as the pages that quote them do.
+BOOK = Phrasebook(Path(__file__).with_name("zh-CN.json"))
 
 #: Where a run writes by default: a folder git ignores, so a run leaves the tree clean.
 DEFAULT_JSON = ROOT / "out" / "results.json"
@@ -510,20 +517,33 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark, or with --markdown print the table of a results file."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    lang = chosen_language(argv)  # read first, so that --help speaks it too
+    say = functools.partial(BOOK.say, lang=lang)
     parser = argparse.ArgumentParser(
-        prog="python -m shared.tools.bench.bench", description=__doc__.split("\n\n")[0]
+        prog="python -m shared.tools.bench.bench",
+        **help_in(
+            lang, description=say("The benchmark: the figures behind the chapter's argument.")
+        ),
     )
-    parser.add_argument("--runs", type=int, help="runs of each scenario (5; --quick: 1)")
-    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
+    add_help_option(parser, lang)
+    parser.add_argument("--lang", choices=LANGUAGES, help=say("the language it speaks"))
+    parser.add_argument("--runs", type=int, help=say("runs of each scenario (5; --quick: 1)"))
+    parser.add_argument("--quick", action="store_true", help=say("small sizes: a smoke run"))
     parser.add_argument(
         "--json",
         type=Path,
         metavar="PATH",
-        help="results file (out/results.json; --quick: out/results-quick.json; --markdown: "
-        "the README's, shared/tools/bench/results.json, which a run writes only when named here)",
+        help=say(
+            "results file (out/results.json; --quick: out/results-quick.json; --markdown: "
+            "the README's, shared/tools/bench/results.json, which a run writes only when "
+            "named here)"
+        ),
     )
-    parser.add_argument("--markdown", action="store_true", help="print the results as markdown")
-    parser.add_argument("--no-pin", action="store_true", help="do not pin to separate cores")
+    parser.add_argument(
+        "--markdown", action="store_true", help=say("print the results as markdown")
+    )
+    parser.add_argument("--no-pin", action="store_true", help=say("do not pin to separate cores"))
     args = parser.parse_args(argv)
     if args.markdown:
         path = args.json or COMMITTED_JSON
@@ -535,13 +555,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = QUICK if args.quick else Plan()
     if args.runs is not None:
         if args.runs < 1:
-            parser.error("--runs must be >= 1")
+            parser.error(say("--runs must be >= 1"))
         plan = replace(plan, runs=args.runs)
     doc = Bench(plan, pin_cores=not args.no_pin, quick=args.quick).run()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(markdown(doc), end="")
-    print(f"\n{doc['seconds']:.0f} s; results in {args.json}", file=sys.stderr)
+    print(say("\n{:.0f} s; results in {}").format(doc["seconds"], args.json), file=sys.stderr)
     return 0
 
 

@@ -25,6 +25,7 @@ Site options (--pages, --latency, ...) shape the site; crawler options (--max-ta
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections.abc import Sequence
@@ -32,7 +33,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from shared.tools.bench.bench import COMMITTED_JSON
+from shared.language import LANGUAGES, add_help_option, chosen_language, help_in
+from shared.tools.bench.bench import BOOK, COMMITTED_JSON
 from shared.tools.bench.figures import kib_per_fetch, latency_svg, memory_svg, race_svg, s3_sizes
 from shared.tools.bench.measure import (
     CRAWLERS,
@@ -149,51 +151,63 @@ def format_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(lang: str = "en") -> argparse.ArgumentParser:
     """The command line: site options, the crawl options the oracle needs, the output."""
+    say = functools.partial(BOOK.say, lang=lang)
     parser = argparse.ArgumentParser(
         prog="python -m shared.tools.bench.compare",
-        description="Crawl one test site with every stage and the threaded baseline; "
-        "print a table; draw each crawl's fetches over time (queued, connecting, reading) "
-        "and the benchmark's memory per fetch and race of slow fetches.",
-        epilog="Other options (--timeout, --max-pages, ...) are passed to every crawler.",
+        epilog=say("Other options (--timeout, --max-pages, ...) are passed to every crawler."),
+        **help_in(
+            lang,
+            description=say(
+                "Crawl one test site with every stage and the threaded baseline; print a "
+                "table; draw each crawl's fetches over time (queued, connecting, reading) "
+                "and the benchmark's memory per fetch and race of slow fetches."
+            ),
+        ),
     )
-    site = parser.add_argument_group("the test site")
-    site.add_argument("--pages", type=int, default=300, help="normal pages (300)")
-    site.add_argument("--latency", type=float, default=0.02, help="seconds per answer (0.02)")
-    site.add_argument("--fanout", type=int, default=5, help="links per page (5)")
-    site.add_argument("--seed", type=int, default=1, help="the site's random seed (1)")
-    site.add_argument("--no-traps", action="store_true", help="plain pages only")
-    site.add_argument("--wide", type=int, default=0, help="slow /wide/ pages (0)")
-    site.add_argument("--wide-delay", type=float, default=0.0, help="their delay (0)")
-    crawl = parser.add_argument_group("every crawler")
-    crawl.add_argument("--max-tasks", type=int, default=10, help="fetches in flight (10)")
-    crawl.add_argument("--max-redirect", type=int, default=10, help="redirects per path (10)")
-    crawl.add_argument("--max-tries", type=int, default=4, help="tries per URL (4)")
-    crawl.add_argument("--exclude", metavar="REGEX", help="skip URLs matching this")
-    out = parser.add_argument_group("output")
+    add_help_option(parser, lang)
+    parser.add_argument("--lang", choices=LANGUAGES, help=say("the language it speaks"))
+    site = parser.add_argument_group(say("the test site"))
+    site.add_argument("--pages", type=int, default=300, help=say("normal pages (300)"))
+    site.add_argument("--latency", type=float, default=0.02, help=say("seconds per answer (0.02)"))
+    site.add_argument("--fanout", type=int, default=5, help=say("links per page (5)"))
+    site.add_argument("--seed", type=int, default=1, help=say("the site's random seed (1)"))
+    site.add_argument("--no-traps", action="store_true", help=say("plain pages only"))
+    site.add_argument("--wide", type=int, default=0, help=say("slow /wide/ pages (0)"))
+    site.add_argument("--wide-delay", type=float, default=0.0, help=say("their delay (0)"))
+    crawl = parser.add_argument_group(say("every crawler"))
+    crawl.add_argument("--max-tasks", type=int, default=10, help=say("fetches in flight (10)"))
+    crawl.add_argument("--max-redirect", type=int, default=10, help=say("redirects per path (10)"))
+    crawl.add_argument("--max-tries", type=int, default=4, help=say("tries per URL (4)"))
+    crawl.add_argument("--exclude", metavar="REGEX", help=say("skip URLs matching this"))
+    out = parser.add_argument_group(say("output"))
     where = out.add_mutually_exclusive_group()
     where.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
-        help=f"the folder for the pictures, {', '.join(PICTURES)} (out/)",
+        help=say("the folder for the pictures, {} (out/)").format(", ".join(PICTURES)),
     )
     where.add_argument(
         "--readme",
         action="store_true",
-        help="redraw the README's pictures, in shared/tools/bench/ (run with no other option)",
+        help=say("redraw the README's pictures, in shared/tools/bench/ (run with no other option)"),
     )
     out.add_argument(
         "--results",
         type=Path,
         metavar="PATH",
-        help="the benchmark's figures for memory.svg, race.svg, latency.svg and KiB/fetch "
-        "(shared/tools/bench/results.json, the committed ones)",
+        help=say(
+            "the benchmark's figures for memory.svg, race.svg, latency.svg and KiB/fetch "
+            "(shared/tools/bench/results.json, the committed ones)"
+        ),
     )
-    out.add_argument("--json", type=Path, help="also write the table's rows as JSON here")
+    out.add_argument("--json", type=Path, help=say("also write the table's rows as JSON here"))
     out.add_argument(
-        "--no-pin", action="store_true", help="do not pin the site and the crawler to two cores"
+        "--no-pin",
+        action="store_true",
+        help=say("do not pin the site and the crawler to two cores"),
     )
     return parser
 
@@ -290,7 +304,10 @@ def output_dir(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Pat
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the comparison from the command line; exit status 1 if a crawler failed."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    lang = chosen_language(argv)  # read first, so that --help speaks it too
+    say = functools.partial(BOOK.say, lang=lang)
+    parser = build_parser(lang)
     args, passed_on = parser.parse_known_args(argv)
     out_dir = output_dir(parser, args)
     if not memory_measurable():
@@ -333,11 +350,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     site += f", {args.latency * 1000:g} ms per response"
     if args.wide:
         site += f", {args.wide} wide pages of {args.wide_delay:g} s"
-    print(f"Site: {site}, at {url}")
-    print(f"Crawlers: {' '.join(crawl_args)}")
+    print(say("Site: {}, at {}").format(site, url))
+    print(say("Crawlers: {}").format(" ".join(crawl_args)))
     print()
     print(format_table(rows))
-    print("\npeak queued: URLs found and not begun; peak in flight: fetches begun and not ended.")
+    print(
+        "\n"
+        + say("peak queued: URLs found and not begun; peak in flight: fetches begun and not ended.")
+    )
     if results:
         size = int(s3_sizes(results)[0])
         print(
