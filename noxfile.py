@@ -208,7 +208,9 @@ def tests(session: nox.Session) -> None:
 def tools(session: nox.Session) -> None:
     """The tools' tests (exercises, pages, show, bench, diff, setup), on one Python."""
     install(session, "test")
-    session.run("python", "-m", "pytest", "-m", "tools", *session.posargs)
+    # -n auto as in the tests session: each worker a process of its own, each with its own
+    # headless Chromium, servers on port 0 and files in tmp_path; `-- -n 0`: one process.
+    session.run("python", "-m", "pytest", "-m", "tools", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0], default=False)
