@@ -143,9 +143,11 @@ def class_env(session: nox.Session, pip_args: tuple[str, ...] = ()) -> str:
 
 def install(session: nox.Session, *groups: str) -> None:
     """Install the project's packages and dependency groups; the code itself runs from here."""
-    session.install(*PYPROJECT["project"]["dependencies"])
+    # One pip run: it resolves everything at once, and starts once.
+    wanted = list(PYPROJECT["project"]["dependencies"])
     for group in groups:
-        session.install(*nox.project.dependency_groups(PYPROJECT, group))
+        wanted += nox.project.dependency_groups(PYPROJECT, group)
+    session.install(*wanted)
 
 
 @nox.session(python=False)
