@@ -143,9 +143,11 @@ def class_env(session: nox.Session, pip_args: tuple[str, ...] = ()) -> str:
 
 def install(session: nox.Session, *groups: str) -> None:
     """Install the project's packages and dependency groups; the code itself runs from here."""
-    session.install(*PYPROJECT["project"]["dependencies"])
+    # One pip run: it resolves everything at once, and starts once.
+    wanted = list(PYPROJECT["project"]["dependencies"])
     for group in groups:
-        session.install(*nox.project.dependency_groups(PYPROJECT, group))
+        wanted += nox.project.dependency_groups(PYPROJECT, group)
+    session.install(*wanted)
 
 
 @nox.session(python=False)
@@ -199,16 +201,25 @@ def wheelhouse(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The lesson's tests; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows them."""
     install(session, "test")
+    env = {}
+    first = next((version for version in PYTHONS if find_python(version)), None)
+    if session.python != first and "HYPOTHESIS_PROFILE" not in os.environ:
+        # The wire parser's generated responses (tests/test_httpwire_reference.py): 2,000
+        # a property on the first Python found, 300 on the others.
+        env["HYPOTHESIS_PROFILE"] = "wire-quick"
     # python -m: the checkout on sys.path; -n auto: a process per core (pytest-xdist).  A
     # `-m` or `-n` in the posargs replaces the one here (`-- -n 0`: one process).
-    session.run("python", "-m", "pytest", "-m", "lesson", "-n", "auto", *session.posargs)
+    argv = ["-m", "pytest", "-m", "lesson", "-n", "auto", *session.posargs]
+    session.run("python", *argv, env=env)
 
 
 @nox.session(python=ONE_PYTHON)
 def tools(session: nox.Session) -> None:
     """The tools' tests (exercises, pages, show, bench, diff, setup), on one Python."""
     install(session, "test")
-    session.run("python", "-m", "pytest", "-m", "tools", *session.posargs)
+    # -n auto as in the tests session: each worker a process of its own, each with its own
+    # headless Chromium, servers on port 0 and files in tmp_path; `-- -n 0`: one process.
+    session.run("python", "-m", "pytest", "-m", "tools", "-n", "auto", *session.posargs)
 
 
 @nox.session(python=PYTHONS[0], default=False)

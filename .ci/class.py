@@ -144,7 +144,12 @@ def offline(work: Path) -> None:
 def wheelhouse(work: Path) -> None:
     """The wheelhouse for every system and Python; this one installs from it, no index."""
     folder = work / "wheels"
-    status, output = run([*NOX, "-s", "wheelhouse", "--", str(folder)], ROOT)
+    # Made in the copy the offline part set up, whose class environment it runs on: not
+    # a third one built with the network (alone, this part makes the copy first).
+    source = work / "repo"
+    if not source.is_dir():
+        fresh_copy(source)
+    status, output = run([*NOX, "-s", "wheelhouse", "--", str(folder)], source)
     check(status == 0, "nox -s wheelhouse", output)
     print((folder / "wheels.txt").read_text().splitlines()[0])
     copy = fresh_copy(work / "repo-wheels")

@@ -65,7 +65,7 @@ def start(name: str, folder: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 @pytest.mark.parametrize("name", exercise_folders())
 def test_a_fresh_workspace_fails_every_task_and_after_solve_every_task_passes(
-    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exercise = catalog.find(name)
     assert exercise is not None
@@ -77,7 +77,10 @@ def test_a_fresh_workspace_fails_every_task_and_after_solve_every_task_passes(
         message = f"exercise {name}: write {target.qualname} (see INSTRUCTIONS.md)"
         assert f'raise NotImplementedError("{message}")' in text, f"{target} was not emptied"
 
+    # A task's verdict is its first failure: the rest of its tests are failed unrun.
+    monkeypatch.setenv("EXERCISE_FIRST_FAILURE", "1")
     assert main(["check", name, "--in", str(folder)]) == 1
+    monkeypatch.delenv("EXERCISE_FIRST_FAILURE")  # the solved check runs every test
     fresh = task_lines(capsys.readouterr().out)
     assert sorted(fresh) == tasks
     assert {n: verdict for n, (verdict, _) in fresh.items()} == dict.fromkeys(tasks, "FAILED")
