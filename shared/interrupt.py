@@ -174,6 +174,9 @@ def left_to_asyncio(runner: asyncio.Runner) -> Iterator[None]:
     def first_task(loop: asyncio.AbstractEventLoop, coro: Any, context: Any = None) -> Any:
         loop.set_task_factory(None)  # the main task alone: the others are made as usual
         main.append(asyncio.Task(coro, loop=loop, context=context))
+        # Python 3.13.0's create_task names a factory's task after its own name argument,
+        # None when none is given (3.13.1 leaves it be): asyncio's name is put back.
+        loop.call_soon(main[0].set_name, main[0].get_name())
         return main[0]
 
     presses = 0
