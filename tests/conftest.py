@@ -87,6 +87,7 @@ TOOL_MODULES = frozenset(
         "test_exercises.py",
         "test_grading.py",
         "test_labs.py",
+        "test_mutants.py",
         "test_readme.py",
         "test_setup.py",
         "test_show.py",

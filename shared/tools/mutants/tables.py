@@ -85,12 +85,17 @@ def summary(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
     old_caught = sum(caught(a) for a, _ in pairs)
     new_caught = sum(caught(b) for _, b in pairs)
     both = sum(caught(a) and caught(b) for a, b in pairs)
-    missed = [a["id"] for a, b in pairs if caught(a) and not caught(b)]
+    # A mutant the new run lacks is gone (its line was rewritten): not a miss of the suite.
+    missed = [a["id"] for a, b in pairs if caught(a) and b and not caught(b)]
+    gone = [a["id"] for a, b in pairs if caught(a) and not b]
     text = (
         f"{len(pairs)} mutants: the old suite caught {old_caught}, the new {new_caught}, "
         f"both {both}; caught by the old and missed by the new: {len(missed)}"
     )
-    return text + (f" ({', '.join(missed)})." if missed else ".")
+    text += f" ({', '.join(missed)})" if missed else ""
+    if gone:
+        text += f"; gone, their lines rewritten since: {len(gone)} ({', '.join(gone)})"
+    return text + "."
 
 
 def exercises(results: dict[str, list[dict[str, Any]]], equivalent: dict[str, str]) -> str:
