@@ -473,10 +473,11 @@ def sessions() -> set[str]:
     """The noxfile's sessions, with a tests-X.Y session per Python version it lists."""
     tree = ast.parse(read(ROOT / "noxfile.py"))
     names = {
-        node.name
+        named[1] if (named := re.search(r"name='(\w+)'", ast.unparse(decorator))) else node.name
         for node in tree.body
         if isinstance(node, ast.FunctionDef)
-        and any("session" in ast.unparse(decorator) for decorator in node.decorator_list)
+        for decorator in node.decorator_list
+        if "session" in ast.unparse(decorator)
     }
     return names | {f"tests-{version}" for version in noxfile_list("PYTHONS")}
 

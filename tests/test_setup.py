@@ -23,7 +23,7 @@ from types import ModuleType
 import pytest
 import yaml
 
-from shared.tools import wheelhouse
+from shared.tools import ready, wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -49,22 +49,24 @@ def ci_script() -> ModuleType:
 
 
 def nox_sessions() -> dict[str, ast.FunctionDef]:
-    """The noxfile's sessions, by name, as written (nox is not installed in the suite)."""
+    """The noxfile's sessions, by name (a `name=` given, else the function's), as written
+    (nox is not installed in the suite)."""
     tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
-    return {
-        node.name: node
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-        and any("nox.session" in ast.unparse(d) for d in node.decorator_list)
-    }
+    found = {}
+    for node in tree.body:
+        for decorator in node.decorator_list if isinstance(node, ast.FunctionDef) else []:
+            if "nox.session" in ast.unparse(decorator):
+                named = re.search(r"name='(\w+)'", ast.unparse(decorator))
+                found[named[1] if named else node.name] = node
+    return found
 
 
 def class_sessions() -> set[str]:
-    """The sessions that run in the class's environment (or, for diff, on its Python)."""
+    """The sessions that run in the class's environment: they require the session `class`."""
     return {
         name
         for name, node in nox_sessions().items()
-        if re.search(r"\b(run_class|class_env|CLASS_PYTHON)\b", ast.unparse(node))
+        if any("requires=['class']" in ast.unparse(d) for d in node.decorator_list)
     }
 
 
@@ -79,8 +81,8 @@ def test_the_class_environment_holds_what_checks_need_and_no_browser_driver() ->
     assert {"include-group": "check"} in test
     assert any(isinstance(spec, str) and spec.startswith("selenium") for spec in test)
     # The noxfile fills .nox/class from exactly the project's packages and the check group.
-    source = (ROOT / "noxfile.py").read_text("utf-8")
-    assert 'dependency_groups(PYPROJECT, "check")' in source
+    source = ast.unparse(nox_sessions()["class"])
+    assert "install(session, 'check'" in source
     assert "selenium" not in " ".join(wheelhouse.requirements())
 
 
@@ -188,9 +190,20 @@ def test_setup_md_names_only_sessions_that_exist_and_the_line_setup_ends_with() 
     named = set(re.findall(r"nox -s (\w+)", text))
     assert {"setup", "wheelhouse", "exercise", "compare"} <= named
     assert named <= set(nox_sessions()), named - set(nox_sessions())
-    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
-    assert "ready for class: {CLASS_ENV} ({disk:.0f} MB on disk)" in noxfile
     assert "ready for class: .nox/class (N MB on disk)" in text
+
+
+def test_setup_ends_with_the_line_setup_md_quotes_or_names_what_is_missing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`nox -s setup` ends with shared/tools/ready.py, run here on this environment."""
+    assert ready.main() == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith(f"the class's sessions run on Python {sys.version.split()[0]}")
+    assert re.fullmatch(r"ready for class: \S+ \(\d+ MB on disk\) has everything; .*", said[-1])
+    monkeypatch.setattr(ready, "NEEDED", ("aiohttp", "no_such_package"))
+    assert ready.main() == 1
+    assert "not ready: no_such_package (ModuleNotFoundError" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("module", ["stage1_callbacks", "stage2_generators"])
