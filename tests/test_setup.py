@@ -196,7 +196,10 @@ def test_setup_md_names_only_sessions_that_exist_and_the_line_setup_ends_with() 
 def test_setup_ends_with_the_line_setup_md_quotes_or_names_what_is_missing(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`nox -s setup` ends with shared/tools/ready.py, run here on this environment."""
+    """`nox -s setup` ends with shared/tools/ready.py, run here on this environment; in
+    Chinese where the locale says so."""
+    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        monkeypatch.delenv(name, raising=False)
     assert ready.main() == 0
     said = capsys.readouterr().out.splitlines()
     assert said[0].startswith(f"the class's sessions run on Python {sys.version.split()[0]}")
@@ -204,6 +207,12 @@ def test_setup_ends_with_the_line_setup_md_quotes_or_names_what_is_missing(
     monkeypatch.setattr(ready, "NEEDED", ("aiohttp", "no_such_package"))
     assert ready.main() == 1
     assert "not ready: no_such_package (ModuleNotFoundError" in capsys.readouterr().err
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    monkeypatch.setattr(ready, "NEEDED", ("aiohttp",))
+    assert ready.main() == 0
+    said = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"课堂已准备就绪：\S+（占用磁盘 \d+ MB）.*", said[-1]), said
+    assert said[0].startswith("课堂的各个会话运行在 Python")
 
 
 @pytest.mark.parametrize("module", ["stage1_callbacks", "stage2_generators"])
