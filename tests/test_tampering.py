@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
 import contextlib
 import csv
 import hashlib
@@ -18,6 +20,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -275,6 +278,25 @@ BODIES = [
     ("frame = self._exception.__traceback__.tb_frame", "`.__traceback__`"),
     ("get_running_loop.f_back", "`.f_back`"),
     ("_reports = __import__('_pytest.reports')", "`__import__`"),
+    # Honest edits (GRADING.md): an attribute by a constant name, a pure module's names,
+    # a local that shares a plain builtin's name.
+    ('getattr(self, "_state")', None),
+    ("from collections import deque\nwaiting = deque([fn])", None),
+    ("import heapq\nheap: list[int] = []\nheapq.heappush(heap, 1)", None),
+    ("next = fn\nid = 1", None),
+    # A name that reaches a body through a field the old deny-list did not read...
+    ("def inner(open=open):\n    return open\ninner()", "`open`"),
+    ("run = lambda exec=exec: exec\nrun()", "`exec`"),
+    ("match fn:\n    case object(__globals__=g):\n        pass", "`.__globals__`"),
+    ("from heapq import heappush as open", "`open`"),
+    # ... or from a string, or through a frame, a format or a class made of a mapping.
+    ("name = 'x'\ngetattr(fn, name)", "`getattr` of a name"),
+    ('getattr(fn, "__globals__")', "`getattr` of a name"),
+    ('"{0.__globals__}".format(fn)', "`.format`"),
+    ("type('Anything', (), {})", "`type` with more than one argument"),
+    ("get_running_loop().current_task().get_stack()", "`.get_stack`"),
+    ("import socket", "an import"),
+    ("from collections import _sys", "an import"),
 ]
 
 
@@ -289,7 +311,8 @@ def test_a_body_may_use_what_a_solution_is_made_of_and_nothing_else(
     indented = "".join(f"        {line}\n" for line in body.splitlines())
     text = put_bodies(handed, {"Future.add_done_callback": indented})
     theirs = [(label, digest) for label, digest in entry["outline"]]
-    found = studentfile.judge(FUTURES, text.encode(), entry["emptied"], theirs, set())
+    allowed = set(known["granted"])
+    found = studentfile.judge(FUTURES, text.encode(), entry["emptied"], theirs, allowed)
     if words is None:
         assert found == []
     else:
@@ -297,3 +320,70 @@ def test_a_body_may_use_what_a_solution_is_made_of_and_nothing_else(
         lines = range(first, first + len(body.splitlines()))
         named = [f for f in found if words in f and "in Future.add_done_callback:" in f]
         assert named and int(named[0].split(":")[1]) in lines, found
+
+
+def test_every_name_the_running_python_s_grammar_holds_is_judged() -> None:
+    # Each field of type `identifier` in the running Python's `ast` (read from the grammar
+    # each node class carries) has a role in the judge: a new syntax on a new Python that
+    # names something fails here, and the judge refuses its names until it has one.
+    fields = {(kind, field) for kind, names in studentfile.name_fields().items() for field in names}
+    assert ("Name", "id") in fields and ("Attribute", "attr") in fields  # the grammar was read
+    assert fields <= set(studentfile.NAME_FIELDS), fields - set(studentfile.NAME_FIELDS)
+    # And a name in a field the judge does not know is refused, not passed.
+    saved = dict(studentfile.NAME_FIELDS)
+    del studentfile.NAME_FIELDS[("Attribute", "attr")]
+    try:
+        judge = studentfile.Judge(studentfile.Module(frozenset(), frozenset(), frozenset()), set())
+        tree = ast.parse("def f():\n    return f.anything\n")
+        assert any(
+            "syntax the grader does not know" in what for _, what in judge.body(tree.body[0])
+        )
+    finally:
+        studentfile.NAME_FIELDS.update(saved)
+
+
+def test_every_builtin_is_either_safe_or_refused() -> None:
+    # A builtin that a new Python adds is sorted here before any body may use it.
+    unsorted = {
+        name
+        for name in dir(builtins)
+        if not name.startswith("_")
+        and not studentfile.safe_builtin(name)
+        and name not in studentfile.REFUSED_BUILTINS | studentfile.NAME_BUILTINS
+    }
+    assert unsorted == set()
+    assert not studentfile.SAFE_BUILTINS & studentfile.REFUSED_BUILTINS
+
+
+#: What a handout's manifest keeps to judge the student's files, as a Python made it.
+FACTS = """\
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from shared.tools.exercises import catalog, studentfile
+facts = {e.name: studentfile.facts(e) for e in catalog.all_exercises()}
+print(json.dumps(facts, sort_keys=True))
+"""
+
+
+def test_a_handout_made_on_one_python_is_judged_alike_on_every_other() -> None:
+    # Every Python 3.11+ this machine has (CI's: 3.11, 3.12, 3.13) makes the manifest's
+    # facts of every exercise: outlines, and what the references use. They must be the
+    # same text, or a handout made on one version is "tampered" on another.
+    here = json.dumps(
+        {e.name: studentfile.facts(e) for e in catalog.all_exercises()}, sort_keys=True
+    )
+    others = {
+        found
+        for minor in range(11, 20)
+        if (found := shutil.which(f"python3.{minor}")) and f"3.{minor}" not in sys.version[:5]
+    }
+    for python in sorted(others):
+        made = subprocess.run(
+            [python, "-I", "-c", FACTS, str(ROOT)], capture_output=True, text=True, timeout=120
+        )
+        if made.returncode == 127:
+            continue  # a pyenv shim of a version that is not selected
+        assert made.returncode == 0, made.stderr
+        assert json.loads(made.stdout) == json.loads(here), python
+    # And the reference's own file is no tampering under those facts, here.
+    assert studentfile.judge_folder(ROOT, json.loads(here)[NAME]) == []

@@ -67,6 +67,13 @@ SENTENCES: dict[str, dict[str, str]] = {
         "file.added": "{path} (added)",
         "file.no-outline": "{path} (no outline of the files you write)",
         "file.no-manifest": "{path} (missing or unreadable)",
+        "file.not-plain": "{path} ({why}: a teacher reads plain files only)",
+        "file.not-utf8": "{path} (not UTF-8 at byte {offset}: save it as UTF-8)",
+        "file.encoding": (
+            "{path} (declares the coding {encoding}: Python would run other text than the "
+            "check reads; save it as UTF-8 and remove the declaration)"
+        ),
+        "file.too-deep": "{path} (nested too deeply to be read: write it flatter)",
         # what went wrong outside the tasks
         "problem.unmarked": "tests without @pytest.mark.task(taskno=N): {tests}",
         "problem.never-imported": "the tests never imported {module}, which the exercise empties",
@@ -158,6 +165,13 @@ SENTENCES: dict[str, dict[str, str]] = {
         "file.added": "{path}（被新增）",
         "file.no-outline": "{path}（没有你所写文件的大纲）",
         "file.no-manifest": "{path}（缺失或无法读取）",
+        "file.not-plain": "{path}（{why}：老师只读取普通文件）",
+        "file.not-utf8": "{path}（第 {offset} 字节起不是 UTF-8：请把它存为 UTF-8）",
+        "file.encoding": (
+            "{path}（声明了编码 {encoding}：Python 运行的文本会和检查读到的不同；"
+            "请存为 UTF-8 并删去这行声明）"
+        ),
+        "file.too-deep": "{path}（嵌套太深，无法读取：请写得平一些）",
         "problem.unmarked": "没有 @pytest.mark.task(taskno=N) 标记的测试：{tests}",
         "problem.never-imported": "测试从未导入 {module}，而练习清空的正是它",
         "problem.elsewhere": "{module} 是从 {file} 导入的，不是从工作区",
