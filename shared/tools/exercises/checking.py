@@ -32,7 +32,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from shared.tools.exercises import manifest
+from shared.tools.exercises import manifest, sandbox
 from shared.tools.exercises.catalog import Exercise, tasks_in
 from shared.tools.exercises.messages import again, say
 
@@ -358,6 +357,10 @@ def run_check(
         judging_tree(exercise, workspace, pristine, tree)
         runner = Path(scratch, "runner.py")
         shutil.copyfile(RUNNER, runner)
+        # The tests start in an empty folder: nothing of the teacher's (or of the student's
+        # folder) is its working directory, or one path away.
+        empty = Path(scratch, "work").resolve()
+        empty.mkdir()
         env = dict(os.environ)
         env.pop(ONLY_TASK_ENV, None)
         env.update(
@@ -375,10 +378,23 @@ def run_check(
             path.append(str(isolated))
             env = outside(env, pristine)
         secret = secrets.token_bytes(32)
-        argv = ["-p", "no:cacheprovider", exercise.tests]
+        argv = [
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tree),
+            "-c",
+            str(tree / "pyproject.toml"),
+        ]
+        argv += [str(tree / exercise.tests)]
         argv += ["-v", "--tb=short"] if verbose else ["-q", "--tb=no", "--no-header"]
         order = {"path": path, "argv": argv, "secret": secret.hex()}
-        stopped, signed, output = _run([python, *flags, str(runner)], tree, env, total, order)
+        command = [python, *flags, str(runner)]
+        if isolated is not None:
+            env["TMPDIR"] = tempfile.gettempdir() if sandbox.bubblewrap() is None else "/tmp"
+            base = Path(sys.base_prefix).resolve()
+            command = sandbox.wrap(command, [base, isolated.resolve()], [Path(scratch)], empty)
+        stopped, signed, output = _run(command, empty, env, total, order)
         records, forged = read_records(signed, secret)
         result = judge(
             records,
@@ -436,11 +452,17 @@ def _run(
     signed records it wrote, and pytest's output.
 
     ``order`` goes to the runner's standard input, the only place it is written.  The child
-    leads a process group of its own, so that a kill on time takes whatever it started (a
-    server, a crawler) with it.
+    leads a session of its own; when it ends, or when ``limit`` seconds are up, the whole
+    session and everything it left behind is killed (sandbox.end_all) before its output is
+    read to the end: a process a check left running can neither hold the pipes open nor
+    touch the next folder's check.
     """
     posix = os.name == "posix"
     started = time.monotonic()
+    before = set(sandbox.children().get(os.getpid(), []))
+    stopped: str | None = None
+    ended_at: float | None = None
+    given: str | None = json.dumps(order) + "\n"
     with subprocess.Popen(
         argv,
         cwd=cwd,
@@ -453,14 +475,24 @@ def _run(
         errors="replace",
         start_new_session=posix,
     ) as proc:
-        try:
-            signed, output = proc.communicate(json.dumps(order) + "\n", timeout=limit)
-            return None, signed or "", output or ""
-        except subprocess.TimeoutExpired:
-            if posix:
-                os.killpg(proc.pid, signal.SIGKILL)
-            else:
-                proc.kill()
-            signed, output = proc.communicate()
-            spent = time.monotonic() - started
-            return say("en", "limit.whole", seconds=f"{spent:.0f}"), signed or "", output or ""
+        while True:
+            try:
+                signed, output = proc.communicate(given, timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                given = None  # sent already: communicate keeps what it read so far
+            now = time.monotonic()
+            if ended_at is None and (proc.poll() is not None or now - started > limit):
+                if proc.poll() is None:
+                    stopped = say("en", "limit.whole", seconds=f"{now - started:.0f}")
+                sandbox.end_all(proc, before)
+                ended_at = now
+            elif ended_at is not None and now - ended_at > 5:
+                # Something outside our reach still holds the pipes (no subreaper here):
+                # what was read is lost with them, but the next folder's turn comes.
+                for pipe in (proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        pipe.close()
+                return stopped or say("en", "limit.whole", seconds=f"{now - started:.0f}"), "", ""
+        sandbox.end_all(proc, before)  # ended by itself: what it started ends too
+    return stopped, signed or "", output or ""

@@ -18,6 +18,7 @@ results formats.  The teachers' verbs (`handout`, `grade`) speak English.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -26,7 +27,16 @@ from pathlib import Path
 
 from shared import reader_left
 from shared.language import add_help_option, help_in
-from shared.tools.exercises import answers, checking, grading, handout, lab, reports, workspace
+from shared.tools.exercises import (
+    answers,
+    checking,
+    grading,
+    handout,
+    lab,
+    reports,
+    sandbox,
+    workspace,
+)
 from shared.tools.exercises.bodies import BodyError
 from shared.tools.exercises.catalog import (
     ROOT,
@@ -421,19 +431,31 @@ def do_grade(exercise: Exercise, args: argparse.Namespace) -> int:
         raise Usage("grade from the repository: its tests are the ones that judge")
     total = args.total_limit or checking.default_total_limit(args.time_limit)
     rows, diffs = [], []
+    csv = None if args.csv is None else args.csv.resolve()
+    here = Path.cwd()
+    sandbox.become_subreaper()  # what a check leaves behind is handed to us, and ended
+    print(grading.layers(), file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="exercise-grade-") as scratch:
         teacher = grading.Teacher(exercise, Path(scratch))
-        for folder in args.dirs:
-            rows.append(grading.grade_one(exercise, folder, args.time_limit, total, teacher))
-            print(f"graded {folder}: {rows[-1].total} of {rows[-1].most}", file=sys.stderr)
-            if args.diff and workspace.read_marker(folder.resolve()) is not None:
-                diffs.append(grading.bodies_diff(exercise, folder, teacher))
+        # The checks' parent works outside the clone: no process of theirs has it one
+        # step away (the folders are named as given, found from where grade started).
+        os.chdir(scratch)
+        try:
+            for folder in args.dirs:
+                where = here / folder
+                rows.append(grading.grade_one(exercise, where, args.time_limit, total, teacher))
+                rows[-1].folder = str(folder)
+                print(f"graded {folder}: {rows[-1].total} of {rows[-1].most}", file=sys.stderr)
+                if args.diff and workspace.read_marker(where.resolve()) is not None:
+                    diffs.append(grading.bodies_diff(exercise, where, teacher, str(folder)))
+        finally:
+            os.chdir(here)
     print(grading.table(exercise, rows), end="")
     for diff in diffs:
         print("\n" + diff, end="")
-    if args.csv is not None:
-        args.csv.parent.mkdir(parents=True, exist_ok=True)
-        args.csv.write_text(grading.as_csv(exercise, rows), encoding="utf-8")
+    if csv is not None:
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        csv.write_text(grading.as_csv(exercise, rows), encoding="utf-8")
     return 0
 
 

@@ -26,15 +26,24 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from shared.tools.exercises import checking, handout, manifest, studentfile, workspace
+from shared.tools.exercises import (
+    checking,
+    handout,
+    manifest,
+    sandbox,
+    studentfile,
+    workspace,
+)
 from shared.tools.exercises.bodies import BodyError, body_text
 from shared.tools.exercises.catalog import ROOT, Exercise, tasks_in
-from shared.tools.exercises.messages import say
+from shared.tools.exercises.messages import SENTENCES, say
 from shared.tools.exercises.reports import graded
 
 #: What a student's folder may hold beside the teacher's files: what its .gitignore keeps
 #: out (handout.GITIGNORE), and git's own folder.
 LEFT_ALONE = ("__pycache__", ".pytest_cache", ".before-solve", ".venv", ".git")
+#: What files_of says of a file it does not read.
+NOT_PLAIN = ("a link", "not a plain file", "too large")
 
 
 @dataclass
@@ -76,17 +85,31 @@ def code_tampering(exercise: Exercise, folder: Path, pristine: Path | None = ROO
     return studentfile.judge_folder(folder, known)
 
 
+#: The most a file of a student's folder may hold: every file the teacher hands out is
+#: far smaller, and a larger one is read no further (a trap, or a file that is not ours).
+MAX_FILE = 4 * 1024 * 1024
+
+
 def files_of(folder: Path) -> dict[str, str]:
-    """The digest of every file in ``folder``, by path, what the student may leave out."""
+    """The digest of every file in ``folder``, by path, what the student may leave out,
+    or why it is not a plain file a teacher reads (a link, a device or a pipe, too large).
+
+    Nothing is followed and nothing but a plain file is opened: a link to the teacher's
+    reference, a pipe or an endless device is named, never read.
+    """
     found = {}
-    for path in folder.rglob("*"):
-        relative = path.relative_to(folder)
-        if set(relative.parts) & set(LEFT_ALONE) or path.suffix in (".pyc", ".pyo"):
-            continue
-        if path.is_symlink():  # a link is never what the teacher handed out
-            found[relative.as_posix()] = "a link"
-        elif path.is_file():
-            found[relative.as_posix()] = manifest.digest(path.read_bytes())
+    for top, folders, files in os.walk(folder, followlinks=False):
+        here = Path(top)
+        folders[:] = sorted(f for f in folders if f not in LEFT_ALONE)
+        for name in [*folders, *sorted(files)]:
+            path = here / name
+            relative = path.relative_to(folder).as_posix()
+            if path.suffix in (".pyc", ".pyo"):
+                continue
+            why = studentfile.regular_file(path, MAX_FILE)
+            if why == "not a plain file" and path.is_dir() and not path.is_symlink():
+                continue  # a folder: os.walk goes into it
+            found[relative] = why or manifest.digest(path.read_bytes())
     return found
 
 
@@ -125,8 +148,9 @@ class Teacher:
 def against_teacher(exercise: Exercise, folder: Path, teacher: Teacher) -> list[str]:
     """Every file but the student's own that differs from the teacher's copy, by name."""
     marker = workspace.read_marker(folder) or {}
-    lang = marker.get("lang") if isinstance(marker.get("lang"), str) else "en"
-    theirs = teacher.copy(handout.is_handout(folder), str(lang))
+    lang = marker.get("lang")
+    lang = lang if isinstance(lang, str) and lang in SENTENCES else "en"  # no trap of a name
+    theirs = teacher.copy(handout.is_handout(folder), lang)
     mine = files_of(folder)
     own = {target.path for target in exercise.replace} | {workspace.MARKER}
     found = []
@@ -135,9 +159,21 @@ def against_teacher(exercise: Exercise, folder: Path, teacher: Teacher) -> list[
             found.append(say("en", "file.removed", path=path))
         elif path not in theirs:
             found.append(say("en", "file.added", path=path))
+        elif mine[path] in NOT_PLAIN:
+            found.append(say("en", "file.not-plain", path=path, why=mine[path]))
         elif mine[path] != theirs[path]:
             found.append(say("en", "file.changed", path=path))
     return found
+
+
+def layers() -> str:
+    """What keeps each student's check apart here, said once before a class is graded."""
+    if sandbox.bubblewrap() is not None:
+        return "grade: each check runs in a bubblewrap sandbox (no network, no file of yours)"
+    return (
+        "grade: no sandbox here (bubblewrap not found or not permitted): each check runs "
+        "in a session of its own, ended whole; see GRADING.md for what that leaves open"
+    )
 
 
 def packages(into: Path) -> None:
@@ -181,12 +217,30 @@ def grade_one(
 ) -> Row:
     """Judge one folder with the repository's tests, within ``total_limit`` seconds.
 
-    A tampered folder is not run: it scores 0, and the tampered column says why.
+    A tampered folder is not run: it scores 0, and the tampered column says why.  Whatever
+    goes wrong while one folder is judged is that folder's row, with a sentence: no
+    folder ends or stalls the grading of the others.
     """
     tasks = tasks_in((ROOT / exercise.tests).read_text(encoding="utf-8"))
     most = sum(exercise.points(n) for n in tasks)
-    folder = given.resolve()
     zero = dict.fromkeys(tasks, 0)
+    try:
+        return _grade(exercise, given, time_limit, total_limit, teacher, zero, most)
+    except Exception as error:  # one folder's trap is that folder's row, never the class's
+        why = say("en", "problem.not-graded", error=f"{type(error).__name__}: {error}")
+        return Row(str(given), zero, 0, most, [], why)
+
+
+def _grade(
+    exercise: Exercise,
+    given: Path,
+    time_limit: float,
+    total_limit: float,
+    teacher: Teacher,
+    zero: dict[int, int],
+    most: int,
+) -> Row:
+    folder = given.resolve()
     marker = workspace.read_marker(folder)
     if marker is None or marker["exercise"] != exercise.name:
         return Row(str(given), zero, 0, most, [], f"not a workspace of {exercise.name}")
@@ -202,15 +256,21 @@ def grade_one(
     return row
 
 
-def bodies_diff(exercise: Exercise, given: Path, teacher: Teacher) -> str:
-    """What the student wrote: each emptied function's body, as a diff from the handout's."""
+def bodies_diff(exercise: Exercise, given: Path, teacher: Teacher, shown: str = "") -> str:
+    """What the student wrote: each emptied function's body, as a diff from the handout's
+    (the folder named ``shown``, by default as ``given``)."""
     folder = given.resolve()
+    given = Path(shown) if shown else given
     teacher.copy(handout.is_handout(folder), "en")
     lines: list[str] = []
     for target in exercise.replace:
+        file = folder / target.path
         try:
-            mine = body_text((folder / target.path).read_text(encoding="utf-8"), target.qualname)
-        except (OSError, SyntaxError, BodyError) as error:
+            why = studentfile.regular_file(file)
+            if why is not None:  # a link's target is not what the student wrote
+                raise OSError(why)
+            mine = body_text(file.read_bytes().decode("utf-8"), target.qualname)
+        except (OSError, SyntaxError, BodyError, UnicodeDecodeError, RecursionError) as error:
             lines.append(f"--- {given}/{target}: cannot be read ({error})\n")
             continue
         theirs = body_text(teacher.texts[target.path], target.qualname)

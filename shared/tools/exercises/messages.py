@@ -88,6 +88,7 @@ SENTENCES: dict[str, dict[str, str]] = {
         "reason.missing": "{test} did not run",
         "reason.forged": "not judged: the results were tampered with (see tampered)",
         "problem.pytest": "pytest said: {tail}",
+        "problem.not-graded": "could not be graded: {error}",
         # lab
         "lab.which": "which lab? {command} lab {action} NAME (see {command} lab list)",
         "lab.wrote": "lab {name}: wrote {path}",
@@ -185,6 +186,7 @@ SENTENCES: dict[str, dict[str, str]] = {
         "reason.missing": "{test} 没有运行",
         "reason.forged": "未评判：结果被篡改了（见“被改动的评判文件”）",
         "problem.pytest": "pytest 说：{tail}",
+        "problem.not-graded": "无法评分：{error}",
         "lab.which": "哪个实验？{command} lab {action} NAME（见 {command} lab list）",
         "lab.wrote": "实验 {name}：写入了 {path}",
         "lab.changed": "实验 {name}：修改了 {path}",
