@@ -290,6 +290,9 @@ def test_the_limits_and_the_tool_s_reasons_are_said_again_in_chinese() -> None:
     data = "AssertionError: not run: the crawl ended early"  # a test's own words: data
     assert again(data, "zh-CN") == data
     assert again(limit, "en") == limit
+    caught: str = plugin().caught_message(1.5)  # type: ignore[attr-defined]
+    assert caught == say("en", "limit.caught", seconds="1.5")
+    assert again(caught, "zh-CN") == say("zh-CN", "limit.caught", seconds="1.5")
 
 
 def check(folder: Path, *argv: str) -> tuple[int, dict[str, bytes]]:

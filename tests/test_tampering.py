@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -387,3 +388,98 @@ def test_a_handout_made_on_one_python_is_judged_alike_on_every_other() -> None:
         assert json.loads(made.stdout) == json.loads(here), python
     # And the reference's own file is no tampering under those facts, here.
     assert studentfile.judge_folder(ROOT, json.loads(here)[NAME]) == []
+
+
+#: A check that leaves a process behind: it leaves the session, holds the check's pipes,
+#: and would live on for a minute (its command line carries a mark to look for).
+DAEMON = """
+import os as _os, sys as _sys
+if _os.fork() == 0:
+    _os.setsid()
+    if _os.fork() == 0:
+        _os.execv(_sys.executable, [_sys.executable, "-c", "import time; time.sleep(60)", "{mark}"])
+    _os._exit(0)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; Linux's layers")
+@pytest.mark.parametrize("layer", ["bubblewrap", "subreaper"])
+def test_a_check_leaves_no_process_behind_to_hold_its_pipes_or_touch_the_next(
+    layer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if layer == "bubblewrap" and checking.sandbox.bubblewrap() is None:
+        pytest.fail("bubblewrap does not run here: install it (.ci/run does)")
+    if layer == "subreaper":
+        monkeypatch.setattr(checking.sandbox, "bubblewrap", lambda: None)
+    exercise = catalog.named(NAME)
+    folder = tmp_path / "handout"
+    handout.make(exercise, folder)
+    mark = f"left-behind-{os.getpid()}-{layer}"
+    with (folder / FUTURES).open("a", encoding="utf-8") as file:
+        file.write(DAEMON.format(mark=mark))  # past the judge: the runner is reached directly
+    teacher = grading.Teacher(exercise, tmp_path / "teacher")
+    (tmp_path / "teacher").mkdir()
+    started = time.monotonic()
+    result = checking.run_check(exercise, folder, 10, 120, pristine=ROOT, isolated=teacher.site)
+    # The check ended when its tests did, not when the pipes' last holder did (60 s)...
+    assert time.monotonic() - started < 50
+    assert result.ran and [task.passed for task in result.tasks] == [False, False, False]
+
+    def alive() -> list[str]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                if mark in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(entry.name)
+        return found
+
+    # ... and nothing it started is alive after it.
+    assert alive() == []
+
+
+def test_no_folder_ends_or_stalls_the_class(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exercise = catalog.named(NAME)
+    made = {}
+    for who in ("catches", "deep", "latin1", "coding", "device", "language", "solved"):
+        made[who] = tmp_path / who
+        handout.make(exercise, made[who])
+    assert main(["solve", NAME, "--in", str(made["solved"])]) == 0
+    forever = "        while True:\n            try:\n                while True:\n"
+    forever += "                    pass\n            except BaseException:\n                pass\n"
+    file = made["catches"] / FUTURES
+    file.write_text(put_bodies(file.read_text(), {"Future._finish": forever}))
+    file = made["deep"] / FUTURES
+    deep = "        x = " + "-" * 5000 + "1\n"
+    file.write_text(put_bodies(file.read_text(), {"Future._finish": deep}))
+    file = made["latin1"] / FUTURES
+    file.write_bytes(file.read_bytes() + b"# caf\xe9\n")
+    file = made["coding"] / FUTURES
+    file.write_text("# -*- coding: utf-7 -*-\n" + file.read_text())
+    (made["device"] / FUTURES).unlink()
+    (made["device"] / FUTURES).symlink_to("/dev/zero")
+    marker = made["language"] / ".exercise.json"
+    marker.write_text(marker.read_text().replace('"lang": "en"', '"lang": "xx-YY"'))
+    capsys.readouterr()
+    table = tmp_path / "class.csv"
+    argv = ["grade", NAME, *map(str, made.values()), "--csv", str(table), "--diff"]
+    assert main([*argv, "--time-limit", "2", "--total-limit", "60"]) == 0
+    with table.open(encoding="utf-8", newline="") as file:
+        rows = {Path(row["folder"]).name: row for row in csv.DictReader(file)}
+    assert list(rows) == list(made)  # every folder has its row, in order
+    assert rows["solved"]["total"] == "3"
+    assert all(rows[who]["total"] == "0" for who in made if who != "solved")
+    assert "nested too deeply" in rows["deep"]["tampered"]
+    assert "not UTF-8" in rows["latin1"]["tampered"]
+    assert "declares the coding utf-7" in rows["coding"]["tampered"]
+    assert "a link" in rows["device"]["tampered"]
+    assert rows["language"]["tampered"] == rows["language"]["problem"] == ""
+    shown = capsys.readouterr().out  # --diff read every file it could, and said why not
+    assert f"{made['device']}/{FUTURES}:Future._finish: cannot be read (a link)" in shown
+    # The body that catches its time limit is stopped at once, with a sentence, and the
+    # check ends there rather than at the whole check's limit.
+    result = checking.run_check(exercise, made["catches"], 2, 60, pristine=ROOT)
+    [reason] = result.tasks[0].reasons[:1]
+    assert "went on after its 2 s were up" in reason, reason
+    assert not any("whole check was stopped" in r for t in result.tasks for r in t.reasons)

@@ -76,6 +76,20 @@ def limit_message(seconds: float) -> str:
     return f"took longer than {seconds:g} s: an endless loop, or a wait nothing ends?"
 
 
+def caught_message(seconds: float) -> str:
+    """What a test reports that went on after its time limit stopped it."""
+    return (
+        f"went on after its {seconds:g} s were up: an `except BaseException` (or a bare "
+        "`except:`) caught the stop; catch Exception, and let the rest through"
+    )
+
+
+#: The test phase running now, for a stop that the code under test caught (`bounded`).
+_phase: dict[str, Any] = {}
+#: How long a test that caught its stop has to end before the check is ended under it.
+GRACE = 2.0
+
+
 @contextlib.contextmanager
 def bounded(seconds: float) -> Iterator[None]:
     """Raise TimeLimitExceeded in this thread if the block runs longer than ``seconds``.
@@ -90,7 +104,18 @@ def bounded(seconds: float) -> Iterator[None]:
         yield
         return
 
+    expired = False
+
     def expire(signum: int, frame: FrameType | None) -> None:
+        nonlocal expired
+        if expired and _sinks and _phase:
+            # The first stop was caught, and the test runs on: under `check`, its phase
+            # fails with the reason, and the run ends here, rather than run on until the
+            # whole check's limit (the tasks not run yet are failed "not run").
+            record({**_phase, "outcome": "failed", "reason": caught_message(seconds)})
+            os._exit(3)
+        expired = True
+        signal.setitimer(signal.ITIMER_REAL, GRACE)  # again, if this one is caught
         raise TimeLimitExceeded(limit_message(seconds))
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -171,6 +196,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if item not in dropped]
 
 
+@contextlib.contextmanager
+def phase(item: pytest.Item, when: str) -> Iterator[None]:
+    """Note which test phase runs, for a stop the code under test catches (`bounded`)."""
+    _phase.update(event="report", id=item.nodeid, task=task_of(item), when=when)
+    try:
+        yield
+    finally:
+        _phase.clear()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
     """Bound the test's fixtures in time; after a test ran out of time, fail its task's others.
@@ -184,21 +219,21 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
         pytest.fail(reason, pytrace=False)
     if task is not None and (item.path, task) in _failed and os.environ.get(FIRST_FAILURE_ENV):
         pytest.fail(f"not run: a test of task {task} failed already", pytrace=False)
-    with bounded(time_limit()):
+    with phase(item, "setup"), bounded(time_limit()):
         return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """Bound the test itself in time."""
-    with bounded(time_limit()):
+    with phase(item, "call"), bounded(time_limit()):
         return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     """Bound the test's clean-up in time."""
-    with bounded(time_limit()):
+    with phase(item, "teardown"), bounded(time_limit()):
         return (yield)
 
 

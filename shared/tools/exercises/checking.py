@@ -391,6 +391,7 @@ def run_check(
         order = {"path": path, "argv": argv, "secret": secret.hex()}
         command = [python, *flags, str(runner)]
         if isolated is not None:
+            sandbox.become_subreaper()  # what a check leaves behind is handed to us, and ended
             env["TMPDIR"] = tempfile.gettempdir() if sandbox.bubblewrap() is None else "/tmp"
             base = Path(sys.base_prefix).resolve()
             command = sandbox.wrap(command, [base, isolated.resolve()], [Path(scratch)], empty)

@@ -433,7 +433,6 @@ def do_grade(exercise: Exercise, args: argparse.Namespace) -> int:
     rows, diffs = [], []
     csv = None if args.csv is None else args.csv.resolve()
     here = Path.cwd()
-    sandbox.become_subreaper()  # what a check leaves behind is handed to us, and ended
     print(grading.layers(), file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="exercise-grade-") as scratch:
         teacher = grading.Teacher(exercise, Path(scratch))

@@ -59,6 +59,10 @@ SENTENCES: dict[str, dict[str, str]] = {
         # the limits: the whole check's (checking.py) and each test's (the plugin's)
         "limit.whole": "the whole check was stopped after {seconds} s",
         "limit.test": "took longer than {seconds} s: an endless loop, or a wait nothing ends?",
+        "limit.caught": (
+            "went on after its {seconds} s were up: an `except BaseException` (or a bare "
+            "`except:`) caught the stop; catch Exception, and let the rest through"
+        ),
         "limit.task-timed-out": "a test of task {task} already {limit}",
         "limit.task-failed": "a test of task {task} failed already",
         # a file that judges the exercise, and what was done to it
@@ -159,6 +163,10 @@ SENTENCES: dict[str, dict[str, str]] = {
         "reason.not-loaded": "无法加载测试：{error}",
         "limit.whole": "整个检查在 {seconds} 秒后被停止",
         "limit.test": "用时超过 {seconds} 秒：是死循环，还是一个永远不会结束的等待？",
+        "limit.caught": (
+            "{seconds} 秒用完后仍在运行：一个 `except BaseException`（或不带类型的 "
+            "`except:`）接住了停止信号；请只捕获 Exception，其余的让它传出去"
+        ),
         "limit.task-timed-out": "任务 {task} 的一个测试已经{limit}",
         "limit.task-failed": "任务 {task} 已有一个测试未通过",
         "file.changed": "{path}（被修改）",
