@@ -34,7 +34,6 @@ from shared.tools.exercises import (
     handout,
     lab,
     reports,
-    sandbox,
     workspace,
 )
 from shared.tools.exercises.bodies import BodyError
