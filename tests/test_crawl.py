@@ -384,8 +384,12 @@ def test_robots_txt_is_obeyed_with_the_oracles_skipped_set(
         result = stage.crawl([base_url], Options())
     expected = site.expected(base_url)
     assert_matches_oracle(result, expected)
-    skipped = {stat.url for stat in result.fetches if stat.error == DISALLOWED_ERROR}
+    why = {stat.url: stat.error for stat in result.fetches if stat.tries == 0}
+    skipped = set(why)
     assert skipped == {url for url, exp in expected.items() if exp.tries == 0}
+    # Each record names the rule that decided, the same in every stage.
+    assert why[base_url + "p/70"] == f"{DISALLOWED_ERROR} (Disallow: /p/7)"
+    assert why[base_url + "traps/private/"] == f"{DISALLOWED_ERROR} (Disallow: /traps/private/)"
     assert {base_url + "traps/private/", base_url + "p/7", base_url + "p/70"} <= skipped
     assert not [path for path in site.requests if path.startswith(DISALLOWED)]
     # The pages waited for robots.txt: every other URL began after it was in.

@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 
 from shared.testsite.endless import ENDLESS_FAILING
 from shared.testsite.hostile_wire import WIRE_HUGE
-from shared.testsite.traps import DISALLOWED, FAILING_KINDS, OBEYED_KINDS, UNREADABLE_LINES
+from shared.testsite.traps import DISALLOWED, FAILING_KINDS, OBEYED_KINDS
 
 if TYPE_CHECKING:
     from shared.report import CrawlResult, FetchStatistic
@@ -113,15 +113,11 @@ def origin_of(base_url: str) -> str:
 
 
 def robots_record(site: Site, max_tries: int) -> Expected:
-    """The record of the /robots.txt fetch that begins every crawl that obeys it.
-
-    A file with a line the crawler cannot read is a 200 whose record names that line.
-    """
+    """The record of the /robots.txt fetch that begins every crawl that obeys it."""
     res = site.resource("/robots.txt")
     if res.kind in FAILING_KINDS:
         return Expected(None, None, None, None, 0, max_tries, True)
-    unreadable = site.robots in UNREADABLE_LINES
-    return Expected(res.status, None, media_type(res.content_type), None, 0, 1, unreadable)
+    return Expected(res.status, None, media_type(res.content_type), None, 0, 1, False)
 
 
 def walk(
