@@ -429,10 +429,12 @@ class StopOnSecondFetch(Observer):
 def test_robots_txt_is_one_fetch_and_one_record_whatever_it_holds(
     stage: ModuleType, robots: str | None
 ) -> None:
-    """A 404, no answer at all (a timeout), random bytes, a 500, rules, a line no parser reads.
+    """A 404, no answer at all (a timeout), random bytes, a 500, rules, a line the stdlib's
+    parser raised on, and one file for each rule of RFC 9309 (longest match, ``*``, ``$``,
+    merged groups, a tie, blank lines, a byte order mark).
 
-    Each is asked for once and recorded once; only the rules the file spells forbid pages
-    (a line that cannot be read is dropped, the others obeyed), as the oracle says.
+    Each is asked for once and recorded once; only the rules the file spells forbid pages,
+    as the oracle says, and each skipped record names the Disallow line that decided.
     """
     site = Site(pages=30, robots=robots)
     with serve(site) as base_url, watching(StopOnSecondFetch()):
@@ -442,6 +444,11 @@ def test_robots_txt_is_one_fetch_and_one_record_whatever_it_holds(
     assert base_url + "robots.txt" in result.urls
     assert_matches_oracle(result, site.expected(base_url, max_tries=1))
     assert (base_url + "traps/private/page" in result.urls) == (robots not in OBEYED_KINDS)
+    body = site.resource("/robots.txt").body.decode("utf-8-sig", errors="replace")
+    for stat in result.fetches:
+        if stat.tries == 0:
+            assert stat.error is not None and stat.error.startswith(DISALLOWED_ERROR + " (")
+            assert stat.error.removeprefix(DISALLOWED_ERROR + " (")[:-1] + "\n" in body
 
 
 # --- the command line, run as a student would run it -------------------------------------

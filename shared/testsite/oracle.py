@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 
 from shared.testsite.endless import ENDLESS_FAILING
 from shared.testsite.hostile_wire import WIRE_HUGE
-from shared.testsite.traps import DISALLOWED, FAILING_KINDS, OBEYED_KINDS
+from shared.testsite.traps import FAILING_KINDS, FORBIDS
 
 if TYPE_CHECKING:
     from shared.report import CrawlResult, FetchStatistic
@@ -139,9 +139,9 @@ def walk(
     # robots.txt is fetched first and recorded, but it is no page: it has no depth.
     if not ignore_robots:
         walk.records[origin + "/robots.txt"] = robots_record(site, max_tries)
-    # Decided from the site's own definition: the prefixes it writes into robots.txt.
-    obeyed = not ignore_robots and site.robots in OBEYED_KINDS
-    disallowed = DISALLOWED if obeyed else ()
+    # Decided from the site's own definition: the paths its robots.txt forbids, as
+    # traps.py writes them in plain Python beside the file.
+    forbids = None if ignore_robots or site.robots is None else FORBIDS.get(site.robots)
 
     def allowed(url: str) -> bool:
         # Every in-site path is in scope by construction; only --exclude can refuse it.
@@ -153,7 +153,7 @@ def walk(
         path, redirects_left = queue.popleft()
         url = origin + path
         depth = walk.depth[url]
-        if path.startswith(disallowed):
+        if forbids is not None and forbids(path):
             walk.records[url] = Expected(None, None, None, None, 0, 0, True)  # skipped
             continue
         res = site.resource_for(path, stage)
