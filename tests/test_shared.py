@@ -39,6 +39,7 @@ from shared.testsite import ROBOTS_TXT
 from shared.testsite.cli import build_parser as site_parser
 from shared.tls import certificate_error, ssl_context
 from shared.tools import cli
+from shared.tools.bench.pagecost import ROBOTS_PATHS, ROBOTS_SIZES, big_robots_txt
 from shared.tools.cli import configure_logging, parse_args
 from shared.tools.instruments import watching
 from shared.tools.instruments.timeline import Timeline
@@ -556,28 +557,16 @@ def test_the_index_decides_as_protego_itself(rules: list[tuple[bool, str]], path
     assert Rules(text).allows(url) is Protego.parse(text).can_fetch(url, USER_AGENT)
 
 
-def big_robots_txt(size: int) -> str:
-    """A robots.txt of about ``size`` bytes, shaped like a large site's: a few rules for
-    the whole site, and then rules for many directories, plain, wildcard and anchored."""
-    lines = ["User-agent: *", "Allow: /", "Disallow: /*.pdf$", "Disallow: /*?sessionid="]
-    n = 0
-    while sum(map(len, lines)) + len(lines) < size:
-        lines += [f"Disallow: /d{n}/", f"Allow: /d{n}/open", f"Disallow: /d{n}/*/print$"]
-        n += 1
-    return "\n".join(lines) + "\n"
-
-
 def test_a_robots_txt_check_costs_the_same_on_1_kib_and_500_kib_of_rules() -> None:
     """The work of a check (look-ups and rules tried) does not grow with the file.
 
     urllib.robotparser tried every rule of the group for every URL: at 500 KiB, about
     27,000 of them, 500 times the work at 1 KiB.  Here the ratio is held under 2.
     """
-    paths = [f"/d{n}/page/{n}" for n in range(0, 40, 3)] + ["/p/1", "/a.pdf", "/x?sessionid=1"]
     work = []
-    for size in (1024, MAX_ROBOTS):
+    for size in ROBOTS_SIZES:
         rules = Rules(big_robots_txt(size))
-        for path in paths:
+        for path in ROBOTS_PATHS:
             rules.decide("http://h" + path)
         work.append(rules.looked_up + rules.checked)
     small, large = work
