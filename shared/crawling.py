@@ -250,8 +250,9 @@ class BaseCrawler:
             if url in self.robots_rules.parsed:
                 return False  # a root or a link that was its origin's robots.txt
             if not self.robots_rules.allows(url):
-                LOGGER.debug("skipping %r: disallowed by robots.txt", url)
-                self.record(skipped(url))
+                why = self.robots_rules.why(url)  # which rule decided
+                LOGGER.debug("skipping %r: %s", url, why)
+                self.record(skipped(url, why))
                 return False
         self.requested += 1
         self.in_flight[url] = self.now()
@@ -290,7 +291,7 @@ class BaseCrawler:
         """If url is a robots.txt being fetched, learn its rules and return True."""
         if self.robots_rules is None or url not in self.robots_rules.pending:
             return False
-        self.robots_rules.learn(url, response)  # what it cannot read: unread_robots(url)
+        self.robots_rules.learn(url, response)  # if it cannot read it: unread_robots(url)
         return True
 
     def record(self, stat: FetchStatistic) -> None:
@@ -399,7 +400,7 @@ class BaseCrawler:
         return [(link, self.max_redirect) for link in sorted(new)]
 
     def unread_robots(self, url: str) -> str | None:
-        """What could not be read in the robots.txt url, for its record; None: nothing."""
+        """Why the robots.txt url could not be read at all, for its record; None: it was."""
         return None if self.robots_rules is None else self.robots_rules.unread.get(url)
 
     def result(self, *, interrupted: bool = False) -> CrawlResult:

@@ -129,12 +129,10 @@ WORDS = {
 #: keep the English (they are data, compared across stages); only the report translates.
 ERRORS_ZH = [
     (re.compile(r"disallowed by robots\.txt"), "robots.txt 不允许抓取"),
+    (re.compile(r"disallowed by robots\.txt \((.*)\)"), r"robots.txt 不允许抓取（\1）"),
     (re.compile(r"body larger than (\d+) bytes"), r"响应体超过 \1 字节"),
     (re.compile(r"interrupted before the response"), "在响应到来之前被中断"),
-    (
-        re.compile(r"robots\.txt: (\d+) unreadable lines? ignored, the first line (\d+): (.*)"),
-        r"robots.txt：有 \1 行无法读取，已忽略；第一处在其第 \2 行：\3",
-    ),
+    (re.compile(r"robots\.txt not read: (.*)"), r"robots.txt 无法读取：\1"),
 ]
 
 

@@ -2,15 +2,35 @@
 
 A site asks crawlers, in ``/robots.txt`` at the root of each origin (scheme, host and
 port), to stay out of some paths.  Each stage fetches that file with its own machinery
-before the first page of the origin and waits for it; the stdlib's
-``urllib.robotparser`` reads it and answers for every URL.  The fetch is the stage's
-business; everything else is decided here.
+before the first page of the origin and waits for it; everything else is decided here,
+once.  Protego, Scrapy's parser, reads the file as RFC 9309 says: the groups naming the
+same agent merged (2.2.1), ``*`` and a closing ``$`` in paths (2.2.3), and, of the
+rules that match a path, the longest one decides, an Allow winning a tie (2.2.2).
+
+What a check costs
+------------------
+Protego tries the rules of a group one after the other, so a check would cost
+O(rules in the file): 500 KiB of rules made every URL walk tens of thousands of them.
+So :class:`Rules` compiles the group once per origin into an index: each rule is filed
+under its *literal prefix*, the text before its first ``*`` (or its closing ``$``).
+A rule can only match a path that starts with its literal prefix, so a check looks up
+the path's own prefixes, one dict look-up for each length some literal prefix has (no
+more than the path is long), and matches only the rules filed there.  A check costs
+O(min(L, K) + R): L the path's length, K the number of distinct prefix lengths, R the
+rules whose literal prefix starts the path, tried longest first within each prefix.
+However many rules the file holds for *other* paths, a check never touches them.  The
+one shape it cannot make cheap is many rules sharing one literal prefix that starts
+every path (``Disallow: /*a1``, ``/*a2`` ...): each must be tried, as in every parser.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
-from urllib.robotparser import RobotFileParser
+
+from protego import Protego
+from protego._urlpattern import _URLPattern
+from protego._utils import _quote_path
 
 from shared import USER_AGENT
 from shared.log import Logger
@@ -19,7 +39,8 @@ from shared.responses import Response
 
 LOGGER = Logger("crawler")
 
-#: The error of the record a URL gets when robots.txt forbids it.
+#: The error of the record a URL gets when robots.txt forbids it; the rule that decided
+#: follows, in brackets: ``disallowed by robots.txt (Disallow: /*.pdf)``.
 DISALLOWED = "disallowed by robots.txt"
 
 
@@ -34,42 +55,96 @@ def robots_url(url: str) -> str:
 MAX_ROBOTS = 500 * 1024
 
 
-def parse_robots(response: Response | None) -> tuple[RobotFileParser, str | None]:
-    """Return the rules a robots.txt response sets, and what in it could not be read.
+@dataclass(frozen=True)
+class Rule:
+    """One Allow or Disallow line of our group, as the parser reads it (percent-encoding
+    made one spelling), with the parser's own matcher for it."""
 
-    Only a complete 200 response is read.  Anything else allows everything: a missing
-    file (4xx), and one that cannot be read (no response at all, 5xx, a redirect, a
-    body too large); a body that is not robots.txt at all holds no rules, and so
-    allows everything too.  (RFC 9309 asks a crawler to keep away from a site whose
-    robots.txt answers 5xx; we keep the simpler rule and say so in REAL_WEB.md.)
+    allow: bool
+    pattern: str  # e.g. "/*.pdf$"
+    matcher: _URLPattern = field(compare=False)  # the parser's own, for .match(path)
 
-    A line ``urllib.robotparser`` raises on (``Crawl-delay: ²``, ``Disallow: http://[::1``)
-    is dropped, as if it were not there, and the rest obeyed: RFC 9309 asks a crawler to
-    use what it can of the file.  The second value says which lines were dropped (None:
-    every line was read).
+    def __str__(self) -> str:
+        """The rule as a robots.txt line: ``Disallow: /*.pdf$``."""
+        return f"{'Allow' if self.allow else 'Disallow'}: {self.pattern}"
+
+    def matches(self, path: str) -> bool:
+        """Tell whether the rule matches a path (and query), quoted as the parser quotes it."""
+        return self.matcher.match(path)
+
+    def rank(self) -> tuple[int, bool]:
+        """Longer wins (RFC 9309 2.2.2: the most octets); on a tie, Allow wins."""
+        return len(self.pattern), self.allow
+
+
+def literal_prefix(pattern: str) -> str:
+    """The part of a pattern that a path must start with: before ``*``, without a closing ``$``."""
+    return pattern.partition("*")[0].removesuffix("$")
+
+
+class Rules:
+    """The rules of one robots.txt for one crawler, indexed by literal prefix.
+
+    ``checked`` counts the rules tried so far, and ``looked_up`` the index's look-ups:
+    the suite holds a check's work to a bound with them, whatever the file's size.
     """
-    lines: list[str] = []  # no rule at all: everything is allowed
-    if readable(response):
-        assert response is not None
-        # RFC 9309: robots.txt is UTF-8.  Bytes that are not cannot spell a rule.
-        lines = response.body[:MAX_ROBOTS].decode("utf-8", errors="replace").splitlines()
-    parser = RobotFileParser()
-    try:
-        parser.parse(lines)  # also notes the time: before that, can_fetch() says no to all
-        return parser, None
-    except Exception:  # some line raised, and parse() dropped the whole file: find which
-        pass
-    kept, dropped = [], []
-    for number, line in enumerate(lines, 1):
-        try:  # the line alone, in a group, where every field of it is read
-            RobotFileParser().parse(["User-agent: *", line])
-            kept.append(line)
-        except Exception as exc:
-            dropped.append(f"line {number}: {type(exc).__name__}: {exc}")
-    parser = RobotFileParser()
-    parser.parse(kept)  # each line was read alone, so together they are read too
-    some = "1 unreadable line" if len(dropped) == 1 else f"{len(dropped)} unreadable lines"
-    return parser, f"robots.txt: {some} ignored, the first {dropped[0]}"
+
+    def __init__(self, text: str = "", user_agent: str = USER_AGENT) -> None:
+        """Read ``text`` (a robots.txt, already capped) and keep the group for ``user_agent``."""
+        # Protego picks the group (ours by name, else ``*``; groups of one name merged)
+        # but keeps its rules to itself: these names (and _quote_path, _URLPattern) are
+        # not its public API, which is why pyproject.toml holds it below its next minor
+        # version, and tests/test_shared.py fails first if they change.
+        group = Protego.parse(text)._get_matching_rule_set(user_agent) if text else None
+        self.index: dict[str, list[Rule]] = {}
+        for rule in dict.fromkeys(group._rules if group is not None else ()):
+            found = Rule(rule.field == "allow", rule.value._pattern, rule.value)
+            self.index.setdefault(literal_prefix(found.pattern), []).append(found)
+        for bucket in self.index.values():
+            bucket.sort(key=Rule.rank, reverse=True)  # so the first match is the bucket's best
+        self.lengths = sorted({len(prefix) for prefix in self.index})
+        self.checked = 0
+        self.looked_up = 0
+
+    def decide(self, url: str) -> Rule | None:
+        """Return the rule that decides for url (None: no rule matches, so it is allowed)."""
+        path = _quote_path(url)  # path and query, quoted as the patterns were
+        best: Rule | None = None
+        for length in self.lengths:
+            if length > len(path):
+                break
+            self.looked_up += 1
+            for rule in self.index.get(path[:length], ()):
+                self.checked += 1
+                if rule.matches(path):
+                    if best is None or rule.rank() > best.rank():
+                        best = rule
+                    break  # the others here are shorter: they cannot win
+        return best
+
+    def allows(self, url: str) -> bool:
+        """Tell whether robots.txt lets us fetch url (robots.txt itself is always allowed)."""
+        rule = self.decide(url)
+        return rule is None or rule.allow or urlsplit(url).path == "/robots.txt"
+
+
+def parse_robots(response: Response | None) -> Rules:
+    """Return the rules a robots.txt response sets for us.
+
+    Only a complete 200 response is read, its first :data:`MAX_ROBOTS` bytes.  Anything
+    else allows everything: a missing file (4xx), and one that cannot be read (no
+    response at all, 5xx, a redirect, a body too large); a body that is not robots.txt at
+    all holds no rules, and so allows everything too.  (RFC 9309 asks a crawler to keep
+    away from a site whose robots.txt answers 5xx; we keep the simpler rule and say so in
+    REAL_WEB.md.)  A line the parser cannot read is ignored and the rest obeyed, as RFC
+    9309 asks.
+    """
+    if not readable(response):
+        return Rules()  # no rule at all: everything is allowed
+    assert response is not None
+    # RFC 9309: robots.txt is UTF-8.  Bytes that are not cannot spell a rule; a byte order
+    # mark is no part of the first line ("utf-8-sig" drops it), as Google's parser reads it.
+    return Rules(response.body[:MAX_ROBOTS].decode("utf-8-sig", errors="replace"))
 
 
 def readable(response: Response | None) -> bool:
@@ -80,15 +155,15 @@ def readable(response: Response | None) -> bool:
 class Robots:
     """What each origin's robots.txt allows, as far as the crawl has learned it.
 
-    ``parsed`` maps a robots.txt URL to its parsed rules once the fetch has finished;
+    ``parsed`` maps a robots.txt URL to its rules once the fetch has finished;
     ``pending`` holds the robots.txt URLs being fetched now; ``unread`` maps a robots.txt
-    URL to what could not be read in it, for its record.
+    URL to why it could not be read at all, for its record.
     """
 
     def __init__(self, user_agent: str = USER_AGENT) -> None:
         """Start knowing nothing; ``user_agent`` picks our group of rules in each file."""
         self.user_agent = user_agent
-        self.parsed: dict[str, RobotFileParser] = {}
+        self.parsed: dict[str, Rules] = {}
         self.pending: set[str] = set()
         self.unread: dict[str, str] = {}
 
@@ -98,31 +173,33 @@ class Robots:
 
     def allows(self, url: str) -> bool:
         """Tell whether url may be fetched; KeyError if its robots.txt is not known yet."""
-        # The rules match a URL's path and query.  Its origin is no business of theirs, and
-        # the stdlib unquotes a URL before splitting it again, which raises on a host that
-        # holds an escape (http://a%5Bb/): so the origin given is a placeholder.
-        parts = urlsplit(url)
-        local = urlunsplit(("http", "origin", parts.path, parts.query, ""))
-        return self.parsed[robots_url(url)].can_fetch(self.user_agent, local)
+        return self.parsed[robots_url(url)].allows(url)
+
+    def why(self, url: str) -> str:
+        """The error of the record of a URL robots.txt forbids, naming the rule that decided."""
+        return f"{DISALLOWED} ({self.parsed[robots_url(url)].decide(url)})"
 
     def learn(self, url: str, response: Response | None) -> None:
         """Keep the rules of a fetched robots.txt (``response`` None: no response came).
 
         This never raises: a robots.txt is fetched once per origin, and recorded, whatever
-        it holds; the lines it could not read are dropped, and named in ``unread``.
+        it holds.  Were the parser to fail on a file, the file allows everything, and
+        ``unread`` says why.
         """
-        self.parsed[url], problem = parse_robots(response)
+        try:
+            self.parsed[url] = parse_robots(response)
+        except Exception as exc:  # a bug of the parser's must not stop the crawl
+            self.parsed[url] = Rules()
+            self.unread[url] = f"robots.txt not read: {type(exc).__name__}: {exc}"
+            LOGGER.warning("%r: %s", url, self.unread[url])
         # Only now: were a bug to raise above, the URL would still be pending, and the
         # failure's record (record_failure) would learn it, as a robots.txt with no answer.
         self.pending.discard(url)
         found = "no response" if response is None else f"status {response.status}"
         obeyed = "its rules obeyed" if readable(response) else "everything allowed"
         LOGGER.info("robots.txt %r: %s, %s", url, found, obeyed)
-        if problem is not None:
-            self.unread[url] = problem
-            LOGGER.warning("%r: %s", url, problem)
 
 
-def skipped(url: str) -> FetchStatistic:
+def skipped(url: str, why: str = DISALLOWED) -> FetchStatistic:
     """Return the record of a URL that robots.txt forbids: never fetched, no tries."""
-    return FetchStatistic(url, error=DISALLOWED, tries=0)
+    return FetchStatistic(url, error=why, tries=0)

@@ -702,3 +702,11 @@ def test_inside_memory_weighs_fetches_while_they_all_wait(
     assert peak >= waiting * 0.9
     out = capsys.readouterr().out
     assert "201 of 201 answered" in out and "stage1_callbacks: crawler.py" in out
+
+
+def test_pagecost_prints_the_robots_check_cost_on_1_kib_and_500_kib() -> None:
+    """What `nox -s bench` prints after its table: µs per URL at each robots.txt size."""
+    costs = pagecost.robots_cost(repeat=1)
+    assert list(costs) == [1024, 500 * 1024] and all(us > 0 for us in costs.values())
+    table = pagecost.robots_table(costs).splitlines()
+    assert table[0].endswith("| 1 KiB | 500 KiB |") and len(table) == 3

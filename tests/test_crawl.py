@@ -384,8 +384,12 @@ def test_robots_txt_is_obeyed_with_the_oracles_skipped_set(
         result = stage.crawl([base_url], Options())
     expected = site.expected(base_url)
     assert_matches_oracle(result, expected)
-    skipped = {stat.url for stat in result.fetches if stat.error == DISALLOWED_ERROR}
+    why = {stat.url: stat.error for stat in result.fetches if stat.tries == 0}
+    skipped = set(why)
     assert skipped == {url for url, exp in expected.items() if exp.tries == 0}
+    # Each record names the rule that decided, the same in every stage.
+    assert why[base_url + "p/70"] == f"{DISALLOWED_ERROR} (Disallow: /p/7)"
+    assert why[base_url + "traps/private/"] == f"{DISALLOWED_ERROR} (Disallow: /traps/private/)"
     assert {base_url + "traps/private/", base_url + "p/7", base_url + "p/70"} <= skipped
     assert not [path for path in site.requests if path.startswith(DISALLOWED)]
     # The pages waited for robots.txt: every other URL began after it was in.
@@ -425,10 +429,12 @@ class StopOnSecondFetch(Observer):
 def test_robots_txt_is_one_fetch_and_one_record_whatever_it_holds(
     stage: ModuleType, robots: str | None
 ) -> None:
-    """A 404, no answer at all (a timeout), random bytes, a 500, rules, a line no parser reads.
+    """A 404, no answer at all (a timeout), random bytes, a 500, rules, a line the stdlib's
+    parser raised on, and one file for each rule of RFC 9309 (longest match, ``*``, ``$``,
+    merged groups, a tie, blank lines, a byte order mark).
 
-    Each is asked for once and recorded once; only the rules the file spells forbid pages
-    (a line that cannot be read is dropped, the others obeyed), as the oracle says.
+    Each is asked for once and recorded once; only the rules the file spells forbid pages,
+    as the oracle says, and each skipped record names the Disallow line that decided.
     """
     site = Site(pages=30, robots=robots)
     with serve(site) as base_url, watching(StopOnSecondFetch()):
@@ -438,6 +444,11 @@ def test_robots_txt_is_one_fetch_and_one_record_whatever_it_holds(
     assert base_url + "robots.txt" in result.urls
     assert_matches_oracle(result, site.expected(base_url, max_tries=1))
     assert (base_url + "traps/private/page" in result.urls) == (robots not in OBEYED_KINDS)
+    body = site.resource("/robots.txt").body.decode("utf-8-sig", errors="replace")
+    for stat in result.fetches:
+        if stat.tries == 0:
+            assert stat.error is not None and stat.error.startswith(DISALLOWED_ERROR + " (")
+            assert stat.error.removeprefix(DISALLOWED_ERROR + " (")[:-1] + "\n" in body
 
 
 # --- the command line, run as a student would run it -------------------------------------

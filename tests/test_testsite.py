@@ -1,7 +1,7 @@
 """Tests of the local test site: it serves what its oracle says, and the oracle is right.
 
 The oracle is checked against a small sequential crawler written here with http.client,
-html.parser and urllib.robotparser, independent of the crawlers under test.
+html.parser and Protego's public API, independent of the crawlers under test.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import threading
 import time
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
-from urllib.robotparser import RobotFileParser
 
 import pytest
+from protego import Protego
 
 from shared import USER_AGENT
 from shared.responses import MAX_BODY
@@ -37,6 +37,7 @@ from shared.testsite import (
     serve_hosts,
 )
 from shared.testsite.hostile_wire import BOMB_SIZE, WIRE_HUB, wire_cases
+from shared.testsite.traps import FORBIDS
 from shared.urls import UrlRules, normalize
 
 REDIRECTS = {300, 301, 302, 303, 307, 308}
@@ -119,8 +120,7 @@ def reference_crawl(
                 continue  # a network or protocol failure: try again
         return tries, result
 
-    robots = RobotFileParser()
-    robots.parse([])  # no rules: everything allowed
+    robots = Protego.parse("")  # no rules: everything allowed
     if not ignore_robots:
         robots_url = f"{parts.scheme}://{parts.netloc}/robots.txt"
         tries, result = fetch_with_tries(robots_url)
@@ -131,10 +131,10 @@ def reference_crawl(
             media = headers.get("content-type", "").split(";")[0].strip().lower() or None
             records[robots_url] = Expected(status, None, media, None, 0, tries, False)
             if status == 200:
-                robots.parse(body.decode("utf-8", errors="replace").splitlines())
+                robots = Protego.parse(body.decode("utf-8-sig", errors="replace"))
     while queue:
         url, redirects_left = queue.popleft()
-        if not robots.can_fetch(USER_AGENT, url):
+        if not robots.can_fetch(url, USER_AGENT):
             records[url] = Expected(None, None, None, None, 0, 0, True)
             continue
         tries, result = fetch_with_tries(url)
@@ -400,15 +400,14 @@ def test_big_plain_site_is_fast_and_levels_add_up() -> None:
 # --------------------------------------------------------------------------- robots.txt
 
 
-def test_robots_oracle_agrees_with_urllib_robotparser() -> None:
-    """The oracle decides from DISALLOWED by construction; robotparser reads ROBOTS_TXT."""
+def test_robots_oracle_agrees_with_protego() -> None:
+    """The oracle decides from DISALLOWED by construction; Protego reads ROBOTS_TXT."""
     site = Site(pages=100, robots="rules")
-    rules = RobotFileParser()
-    rules.parse(ROBOTS_TXT.splitlines())
+    rules = Protego.parse(ROBOTS_TXT)
     everything = site.expected(FAKE_BASE, ignore_robots=True)
     for url in everything:
         path = url.removeprefix(FAKE_BASE.rstrip("/"))
-        assert rules.can_fetch(USER_AGENT, url) is not path.startswith(DISALLOWED), url
+        assert rules.can_fetch(url, USER_AGENT) is not path.startswith(DISALLOWED), url
     obeyed = site.expected(FAKE_BASE)
     skipped = {url for url, record in obeyed.items() if record.tries == 0}
     origin = FAKE_BASE.rstrip("/")
@@ -418,7 +417,23 @@ def test_robots_oracle_agrees_with_urllib_robotparser() -> None:
         record == Expected(None, None, None, None, 0, 0, True)
         for record in (obeyed[url] for url in skipped)
     )
-    assert not rules.can_fetch("SomeOtherBot/1.0", FAKE_BASE)  # another crawler's group
+    assert not rules.can_fetch(FAKE_BASE, "SomeOtherBot/1.0")  # another crawler's group
+
+
+@pytest.mark.parametrize("kind", sorted(FORBIDS))
+def test_each_robots_kind_forbids_what_protego_reads_in_its_file(kind: str) -> None:
+    """Each kind's paths, written in plain Python, agree with its file as Protego reads it;
+    and each kind forbids some page of the site, and not all of them."""
+    site = Site(pages=100, robots=kind)
+    text = site.resource("/robots.txt").body.decode("utf-8-sig")
+    rules = Protego.parse(text)
+    origin = FAKE_BASE.rstrip("/")
+    for url in site.expected(FAKE_BASE, ignore_robots=True):
+        path = url.removeprefix(origin)
+        assert rules.can_fetch(url, USER_AGENT) is not FORBIDS[kind](path), (kind, url)
+    skipped = [url for url, record in site.expected(FAKE_BASE).items() if record.tries == 0]
+    assert origin + TRAPS["private"] in skipped
+    assert 0 < len(skipped) < 20
 
 
 def test_reference_crawler_obeys_robots_txt_as_the_oracle_says() -> None:

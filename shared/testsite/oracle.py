@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 
 from shared.testsite.endless import ENDLESS_FAILING
 from shared.testsite.hostile_wire import WIRE_HUGE
-from shared.testsite.traps import DISALLOWED, FAILING_KINDS, OBEYED_KINDS, UNREADABLE_LINES
+from shared.testsite.traps import FAILING_KINDS, FORBIDS
 
 if TYPE_CHECKING:
     from shared.report import CrawlResult, FetchStatistic
@@ -113,15 +113,11 @@ def origin_of(base_url: str) -> str:
 
 
 def robots_record(site: Site, max_tries: int) -> Expected:
-    """The record of the /robots.txt fetch that begins every crawl that obeys it.
-
-    A file with a line the crawler cannot read is a 200 whose record names that line.
-    """
+    """The record of the /robots.txt fetch that begins every crawl that obeys it."""
     res = site.resource("/robots.txt")
     if res.kind in FAILING_KINDS:
         return Expected(None, None, None, None, 0, max_tries, True)
-    unreadable = site.robots in UNREADABLE_LINES
-    return Expected(res.status, None, media_type(res.content_type), None, 0, 1, unreadable)
+    return Expected(res.status, None, media_type(res.content_type), None, 0, 1, False)
 
 
 def walk(
@@ -143,9 +139,9 @@ def walk(
     # robots.txt is fetched first and recorded, but it is no page: it has no depth.
     if not ignore_robots:
         walk.records[origin + "/robots.txt"] = robots_record(site, max_tries)
-    # Decided from the site's own definition: the prefixes it writes into robots.txt.
-    obeyed = not ignore_robots and site.robots in OBEYED_KINDS
-    disallowed = DISALLOWED if obeyed else ()
+    # Decided from the site's own definition: the paths its robots.txt forbids, as
+    # traps.py writes them in plain Python beside the file.
+    forbids = None if ignore_robots or site.robots is None else FORBIDS.get(site.robots)
 
     def allowed(url: str) -> bool:
         # Every in-site path is in scope by construction; only --exclude can refuse it.
@@ -157,7 +153,7 @@ def walk(
         path, redirects_left = queue.popleft()
         url = origin + path
         depth = walk.depth[url]
-        if path.startswith(disallowed):
+        if forbids is not None and forbids(path):
             walk.records[url] = Expected(None, None, None, None, 0, 0, True)  # skipped
             continue
         res = site.resource_for(path, stage)

@@ -21,15 +21,18 @@ oracle decides from :data:`DISALLOWED` itself, not by parsing the file: a forbid
 it reaches gets a record with no tries, and its links are never found.  ``"silent"``,
 ``"garbage"`` and ``"broken"`` robots.txt files answer nothing, random bytes and a 500:
 each allows everything.  ``"bad-delay"`` and ``"bad-path"`` serve :data:`ROBOTS_TXT` with
-one line more that ``urllib.robotparser`` cannot read (:data:`UNREADABLE_LINES`): the crawler
-drops that line and obeys the rest, so the oracle decides from :data:`DISALLOWED` as for
-``"rules"``, and the robots.txt record, a 200, carries an error naming the line.
+one line more that ``urllib.robotparser`` raised on (:data:`UNREADABLE_LINES`): the parser
+ignores it and the rest is obeyed, as for ``"rules"``.  :data:`RFC_KINDS` holds one
+robots.txt for each rule of RFC 9309 (longest match, ``*``, ``$``, merged groups, a tie,
+blank lines, a byte order mark), each with the paths it forbids written in plain Python:
+the oracle decides from :data:`FORBIDS`, never by parsing a file.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Callable
 from functools import cache
 from urllib.parse import unquote
 
@@ -123,18 +126,70 @@ def robots_txt(extra: str = "") -> str:
 #: The robots.txt served with ``robots="rules"``.
 ROBOTS_TXT = robots_txt()
 
-#: robots.txt kind -> the one line of its file that ``urllib.robotparser`` raises on, put
-#: before the rules of :data:`ROBOTS_TXT`.
+#: robots.txt kind -> the one line of its file that ``urllib.robotparser`` (the parser the
+#: crawlers used before Protego) raised on, put before the rules of :data:`ROBOTS_TXT`.
 UNREADABLE_LINES = {
     "bad-delay": "Crawl-delay: \u00b2",  # a digit to str.isdigit(), none to int(): ValueError
     "bad-path": "Disallow: http://[::1",  # a rule read as a URL, whose [ never closes
 }
 
-#: What ``Site(robots=...)`` may serve at /robots.txt (None, the default: a 404).
-ROBOTS_KINDS = ("rules", "silent", "garbage", "broken", *UNREADABLE_LINES)
 
-#: The kinds whose rules a crawler obeys: those of :data:`DISALLOWED`.
-OBEYED_KINDS = frozenset({"rules", *UNREADABLE_LINES})
+def forbids_disallowed(path: str) -> bool:
+    """The paths :data:`ROBOTS_TXT` forbids: those under a prefix of :data:`DISALLOWED`."""
+    return path.startswith(DISALLOWED)
+
+
+#: One robots.txt for each rule of RFC 9309, kind -> (its file, the paths it forbids us),
+#: the paths written in plain Python, the way a reader of the RFC decides them, so the
+#: oracle never parses a robots.txt.  Each forbids /traps/private/ one way or another.
+RFC_KINDS: dict[str, tuple[str, Callable[[str], bool]]] = {
+    # 2.2.2: the longest match wins, wherever it stands; ``Allow: /`` first changes nothing.
+    "longest": (
+        "User-agent: *\nAllow: /\nDisallow: /traps/private/\nDisallow: /p/7\nAllow: /p/77\n",
+        lambda path: forbids_disallowed(path) and not path.startswith("/p/77"),
+    ),
+    # 2.2.3: ``*`` stands for any characters, here after the first slash.
+    "wildcard": (
+        "User-agent: *\nDisallow: /*/private/\nDisallow: /*.pdf\n",
+        lambda path: "/private/" in path[1:] or ".pdf" in path[1:],
+    ),
+    # 2.2.3: a closing ``$`` matches the end of the path: /p/1, not /p/10.
+    "anchored": (
+        "User-agent: *\nDisallow: /traps/private/$\nDisallow: /*.json$\nDisallow: /p/1$\n",
+        lambda path: path in ("/traps/private/", "/p/1") or path.endswith(".json"),
+    ),
+    # 2.2.1: the groups naming the same agent are one group; ``*`` is not ours.
+    "merged": (
+        "User-agent: crawler500\nDisallow: /traps/private/\n\nUser-agent: *\nDisallow: /\n\n"
+        "User-agent: crawler500\nDisallow: /p/7\n",
+        forbids_disallowed,
+    ),
+    # 2.2.2: an Allow and a Disallow of equal length: the Allow wins, whatever the order.
+    "tie": (
+        "User-agent: *\nDisallow: /traps/private/\nDisallow: /p/7\nAllow: /p/7\n",
+        lambda path: path.startswith("/traps/private/"),
+    ),
+    # 2.2: a blank line ends no group (urllib.robotparser dropped the group, so all of it).
+    "blank-lines": (
+        "User-agent: *\n\nDisallow: /traps/private/\n\nDisallow: /p/7\n",
+        forbids_disallowed,
+    ),
+    # A UTF-8 file that starts with a byte order mark, which is no part of the first line.
+    "bom": ("\ufeffUser-agent: *\nDisallow: /traps/private/\nDisallow: /p/7\n", forbids_disallowed),
+}
+
+#: What ``Site(robots=...)`` may serve at /robots.txt (None, the default: a 404).
+ROBOTS_KINDS = ("rules", "silent", "garbage", "broken", *UNREADABLE_LINES, *RFC_KINDS)
+
+#: The kinds whose rules a crawler obeys -> the paths they forbid it.
+FORBIDS: dict[str, Callable[[str], bool]] = {
+    "rules": forbids_disallowed,
+    **dict.fromkeys(UNREADABLE_LINES, forbids_disallowed),
+    **{kind: forbids for kind, (_, forbids) in RFC_KINDS.items()},
+}
+
+#: The kinds whose rules a crawler obeys.
+OBEYED_KINDS = frozenset(FORBIDS)
 
 #: Hostile kinds that never give a complete response: every try fails ("wire-error":
 #: hostile_wire.py's WIRE_ERROR).
@@ -517,6 +572,9 @@ def robots_page(kind: str) -> Resource:
         return Resource(content_type="text/plain", body=binary_body(), encoding=None)
     if kind in UNREADABLE_LINES:
         body = robots_txt(UNREADABLE_LINES[kind] + "\n").encode()
+        return Resource(content_type="text/plain; charset=utf-8", body=body, encoding=None)
+    if kind in RFC_KINDS:
+        body = RFC_KINDS[kind][0].encode()
         return Resource(content_type="text/plain; charset=utf-8", body=body, encoding=None)
     if kind == "broken":
         return Resource(status=500, body=b"<html><body>robots.txt is broken</body></html>\n")

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from shared.language import LANGUAGES, add_help_option, chosen_language, help_in
+from shared.tools.bench import pagecost
 from shared.tools.bench.measure import (
     CRAWLERS,
     ROOT,
@@ -561,6 +562,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(markdown(doc), end="")
+    # The robots.txt check, offline: its cost per URL on a small file and a 500 KiB one.
+    print("\n" + pagecost.robots_table(pagecost.robots_cost()))
     print(say("\n{:.0f} s; results in {}").format(doc["seconds"], args.json), file=sys.stderr)
     return 0
 

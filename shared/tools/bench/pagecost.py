@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 from shared.crawling import BaseCrawler, Options
 from shared.links import parse_links, raw_links
 from shared.responses import Response, content_type, decode_body, is_parsed
+from shared.robots import MAX_ROBOTS, Rules
 from shared.testsite import Site, serve
 from shared.urls import UrlRules
 
@@ -247,6 +248,52 @@ def size_table(costs: dict[str, list[float]], sizes_kib: Sequence[int] = SIZES_K
     return "\n".join(lines)
 
 
+def big_robots_txt(size: int) -> str:
+    """A robots.txt of about ``size`` bytes, shaped like a large site's: a few rules for
+    the whole site, then rules for many directories, plain, wildcard and anchored."""
+    lines = ["User-agent: *", "Allow: /", "Disallow: /*.pdf$", "Disallow: /*?sessionid="]
+    n = 0
+    while sum(map(len, lines)) + len(lines) < size:
+        lines += [f"Disallow: /d{n}/", f"Allow: /d{n}/open", f"Disallow: /d{n}/*/print$"]
+        n += 1
+    return "\n".join(lines) + "\n"
+
+
+#: The robots.txt sizes a check is measured at: 1 KiB and the cap, 500 KiB.
+ROBOTS_SIZES = (1024, MAX_ROBOTS)
+#: The URLs checked: in directories the file names, and elsewhere.
+ROBOTS_PATHS = [f"/d{n}/page/{n}" for n in range(0, 40, 3)] + ["/p/1", "/a.pdf", "/x?sessionid=1"]
+
+
+def robots_cost(repeat: int = 5) -> dict[int, float]:
+    """µs of CPU per URL that a robots.txt check takes, for each file size (the index is
+    built before: once per origin, it is no part of a check)."""
+    found: dict[int, float] = {}
+    urls = ["http://h" + path for path in ROBOTS_PATHS]
+    for size in ROBOTS_SIZES:
+        rules = Rules(big_robots_txt(size))
+        seconds = best_cpu(partial(check_all, rules, urls), repeat)
+        found[size] = seconds * 1e6 / len(urls)
+    return found
+
+
+def check_all(rules: Rules, urls: list[str]) -> None:
+    """Check every URL against the rules, as a crawl checks each link it finds."""
+    for url in urls:
+        rules.allows(url)
+
+
+def robots_table(costs: dict[int, float]) -> str:
+    """The robots.txt check's cost by file size, as a markdown table."""
+    head = " | ".join(f"{size // 1024} KiB" for size in costs)
+    values = " | ".join(f"{us:.1f}" for us in costs.values())
+    return (
+        f"| robots.txt check, µs of CPU per URL | {head} |\n|---|"
+        + "---:|" * len(costs)
+        + f"\n| {len(ROBOTS_PATHS)} URLs | {values} |"
+    )
+
+
 @dataclass(frozen=True)
 class ProfileRow:
     """One function in cProfile's account of a pass, per page."""
@@ -333,6 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(measure(corpus, args.repeat), args.repeat))
     print()
     print(size_table(by_size(args.repeat)))
+    print()
+    print(robots_table(robots_cost(args.repeat)))
     if args.profile:
         print()
         print(profile_table(profile(corpus, args.profile)))
