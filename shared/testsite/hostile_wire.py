@@ -124,6 +124,12 @@ LANDINGS = (
     "/wire/land/chunked",
     "/wire/land/a,%20/wire/land/b",
 )
+#: A link whose host holds a backslash: no URL (RFC 3986's reg-name has none), so no
+#: record, in every stage and in either scope.  Browsers read the backslash as a "/" (the
+#: WHATWG URL standard); a crawler that reads RFC 3986 does not guess.  Its host is a name,
+#: so that tests/test_crawl.py can crawl the case with --lenient from a root on that name.
+BACKSLASH_HOST = "backslash.test"
+BACKSLASH_LINK = f"http://a\\b.{BACKSLASH_HOST}/wire/land/never"
 #: The page behind the cookie, linked only from the case that sets the cookie, so that a
 #: crawler fetches it after it was given the cookie.
 COOKIE_GATED = "/wire/land/cookie-gated"
@@ -309,6 +315,10 @@ def wire_cases() -> dict[str, WireCase]:
             response("200 OK", [b"Content-Type: text/plain", FIELD_HTML], HUB_PAGE),
             (),
             "text/plain, " + HTML,
+        ),
+        # A link that is no URL: its host holds a backslash (see BACKSLASH_LINK).
+        "host-backslash": page(
+            response("200 OK", [FIELD_HTML], body("A backslash", (BACKSLASH_LINK, WIRE_HUB)))
         ),
         # A cookie: no stage keeps it, so the page behind it answers 403 in every stage.
         "cookie": page(
