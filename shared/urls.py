@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
-from urllib.parse import quote, urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -24,11 +24,61 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 #: The longest host name DNS can hold (RFC 1035).  A longer one is no URL of ours, and
 #: is refused before the IDNA codec, whose time grows faster than the name, reads it.
 MAX_HOST = 253
+#: The longest label (the part between two dots) of a host name DNS can hold (RFC 1035).
+MAX_LABEL = 63
+
+# What a host name may hold (RFC 3986's reg-name, once its escapes are decoded): letters,
+# digits, "-._~" and the sub-delimiters.  A backslash, a space or a "<" makes no URL.
+_REG_NAME = re.compile(r"[a-z0-9_.~!$&'()*+,;=-]+")
+
+# RFC 3986's unreserved characters: an escape of one of them ("%7E") means the character
+# itself ("~"), and section 6.2.2.2 spells it so.  Every other escape stays, in upper case.
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})|%")
+_NORMAL_ESCAPE = re.compile(r"%[0-9A-F]{2}")
+_UNRESERVED_ESCAPES = frozenset(f"%{ord(c):02X}" for c in _UNRESERVED)
 
 # Characters left alone when re-quoting a path or query: the reserved and unreserved
 # sets of RFC 3986 plus "%", so an already-quoted URL keeps its escapes.
 _SAFE_PATH = "/:@!$&'()*+,;=-._~%"
 _SAFE_QUERY = _SAFE_PATH + "?"
+
+
+def _spell_escape(match: re.Match[str]) -> str:
+    """The one spelling of an escape: its character if unreserved, else upper case.
+
+    A "%" that starts no escape ("100%", "%zz") is spelled "%25", so that decoding cannot
+    make a new escape of what follows it ("%%32e" is not "%2e", which is ".").
+    """
+    hex_digits = match[1]
+    if hex_digits is None:
+        return "%25"
+    char = chr(int(hex_digits, 16))
+    return char if char in _UNRESERVED else "%" + hex_digits.upper()
+
+
+def _normal_escapes(text: str) -> str:
+    """Percent-encoding normalisation (RFC 3986 section 6.2.2.2), in one pass."""
+    return _ESCAPE.sub(_spell_escape, text) if "%" in text else text
+
+
+def _escapes_are_normal(text: str) -> bool:
+    """Tell whether _normal_escapes would leave text as it is: each "%" starts "%XX" in
+    upper case, for an octet that is not an unreserved character."""
+    if "%" not in text:
+        return True
+    escapes = _NORMAL_ESCAPE.findall(text)
+    return len(escapes) == text.count("%") and _UNRESERVED_ESCAPES.isdisjoint(escapes)
+
+
+def _valid_host(host: str) -> bool:
+    """Tell whether a lower-case ASCII host name is one DNS can hold: RFC 3986's reg-name
+    characters, at most MAX_HOST in all, at most MAX_LABEL between two dots."""
+    return (
+        len(host) <= MAX_HOST
+        and _REG_NAME.fullmatch(host) is not None
+        and max(map(len, host.split("."))) <= MAX_LABEL
+    )
 
 
 def _remove_dot_segments(path: str) -> str:
@@ -54,8 +104,9 @@ def _remove_dot_segments(path: str) -> str:
 # A URL that normalize() returns as it is, less its fragment: a lower-case http(s)
 # scheme and host, no user name, a port that is neither the default nor spelled with a
 # leading zero, a path and a query of characters quote() leaves alone, and a query
-# that is not empty ("x?" loses its "?").  Dot segments are ruled out apart (see
-# _as_is), as a regular expression would say it less clearly.
+# that is not empty ("x?" loses its "?").  Dot segments, escapes to respell and a host
+# too long are ruled out apart (see _as_is), as a regular expression would say it less
+# clearly.
 _PATH_CLASS = r"[A-Za-z0-9_.~!$&'()*+,;=:@%/-]"
 _QUERY_CLASS = r"[A-Za-z0-9_.~!$&'()*+,;=:@%/?-]"
 _CLEAN = re.compile(
@@ -69,6 +120,11 @@ def _as_is(match: re.Match[str]) -> bool:
     """Tell whether a URL that _CLEAN matched is its own normal form (less the fragment)."""
     if "/." in match["path"]:  # "/./", "/../", or a harmless "/.well-known": general path
         return False
+    host = match["host"]
+    if len(host) > MAX_HOST or max(map(len, host.split("."))) > MAX_LABEL:
+        return False  # refused by the general path
+    if not _escapes_are_normal(match["target"]):  # "%7e", "%2f", "100%": respelled there
+        return False
     port = match["port"]
     return port is None or (int(port) <= 65535 and int(port) != DEFAULT_PORTS[match["scheme"]])
 
@@ -76,10 +132,14 @@ def _as_is(match: re.Match[str]) -> bool:
 def normalize(url: str) -> str | None:
     """Return the one spelling of an absolute http(s) URL, or None if it is not one.
 
-    Lower-cases the scheme and host, drops the default port and the fragment, turns
-    an empty path into "/", resolves dot segments and quotes characters that may not
-    appear raw (spaces, non-ASCII).  Anything unparsable gives None, never an error, and
-    so does a host longer than :data:`MAX_HOST` characters.
+    RFC 3986's normalisations (section 6.2.2), in full: lower-cases the scheme and host,
+    decodes escapes of unreserved characters ("%7E" is "~") and upper-cases the hex digits
+    of the others ("%2f" is "%2F"), and resolves dot segments; then drops the default
+    port and the fragment, turns an empty path into "/" and quotes characters that may
+    not appear raw (spaces, non-ASCII).  Anything unparsable gives None, never an
+    error, and so does a host that DNS cannot hold: longer than :data:`MAX_HOST`
+    characters, a label longer than :data:`MAX_LABEL`, or a character no host name has
+    (a backslash, a space).
     """
     match = _CLEAN.fullmatch(url)
     if match is not None and _as_is(match):
@@ -98,15 +158,21 @@ def _normalize(url: str) -> str | None:
         port = parts.port  # raises ValueError for a non-numeric or out-of-range port
         if len(host) > MAX_HOST:
             return None
-        if not host.isascii():
-            host = host.encode("idna").decode("ascii")
+        if ":" in host:  # an IPv6 address, which urlsplit checked
+            host = f"[{host}]"
+        else:
+            host = unquote(host, errors="strict").lower()  # "%41" is "a" in a host, too
+            if not host.isascii():
+                host = host.encode("idna").decode("ascii")
+            if not _valid_host(host):
+                return None
     except (ValueError, UnicodeError):
         return None
-    if ":" in host:
-        host = f"[{host}]"
     netloc = host if port in (None, DEFAULT_PORTS[scheme]) else f"{host}:{port}"
-    path = quote(_remove_dot_segments(parts.path or "/"), safe=_SAFE_PATH)
-    query = quote(parts.query, safe=_SAFE_QUERY)
+    # Escapes first, as "%2E" is "." and so may make a dot segment; then dot segments.
+    path = _remove_dot_segments(_normal_escapes(parts.path) or "/")
+    path = quote(path, safe=_SAFE_PATH)
+    query = quote(_normal_escapes(parts.query), safe=_SAFE_QUERY)
     return urlunsplit((scheme, netloc, path, query, ""))
 
 
@@ -126,6 +192,11 @@ _RELATIVE = re.compile(
     rf"(?:/{_JOIN_PATH}*)?)(?:\?{_QUERY_CLASS}+)?)(?:#.*)?",
     re.DOTALL,
 )
+
+
+def _joins_as_is(match: re.Match[str]) -> bool:
+    """Tell whether a link that a join pattern matched needs no escape respelled."""
+    return _escapes_are_normal(match["target"])
 
 
 class BaseUrl:
@@ -163,13 +234,13 @@ class BaseUrl:
             first = link[:1]
             if first == "/":
                 match = _FROM_ROOT.fullmatch(link)
-                if match is not None and "/." not in match["path"]:
+                if match is not None and _joins_as_is(match) and "/." not in match["path"]:
                     return self._origin + link[: match.end("target")]
             elif first in ("", "#"):
                 return self._document  # the page itself ("#top"), with its query
             elif first == "?":
                 match = _QUERY_ONLY.fullmatch(link)
-                if match is not None:
+                if match is not None and _joins_as_is(match):
                     return self._path + link[: match.end("target")]
             elif link.startswith(("http://", "https://")):
                 match = _CLEAN.fullmatch(link)
@@ -177,7 +248,12 @@ class BaseUrl:
                     return link[: match.end("target")]
             elif self._directory is not None:
                 match = _RELATIVE.fullmatch(link)
-                if match is not None and "/." not in match["path"] and "//" not in match["path"]:
+                if (
+                    match is not None
+                    and _joins_as_is(match)
+                    and "/." not in match["path"]
+                    and "//" not in match["path"]
+                ):
                     return self._directory + link[: match.end("target")]
         try:
             return normalize(urljoin(self.url, link))

@@ -186,9 +186,11 @@ class Fetcher:
             self.timer.cancel()
             self.timer = None
         if self.sock is not None:
-            self.loop.unregister(self.sock)  # before close(): the selector needs the fd
-            self.sock.close()
-            self.sock = None
+            # Taken first: a second Ctrl-C raises between any two lines, and crawl's finally
+            # closes every Fetcher again, which must not meet a socket closed but still held.
+            sock, self.sock = self.sock, None
+            self.loop.unregister(sock)  # before close(): the selector needs the fd
+            sock.close()
 
 
 class Crawler(BaseCrawler):

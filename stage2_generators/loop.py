@@ -91,7 +91,9 @@ class EventLoop:
         # again keeps the key in step with the pair (a crawler's socket waits for one at a time).
         # Looked up by its number: for a socket it does not hold, the selector raises and
         # catches a KeyError whose message holds the socket's repr, two more system calls.
-        key = self._selector.get_map().get(sock.fileno())
+        # A closed loop's selector has no map (None): removing from it removes nothing and says
+        # False, as asyncio's remove_reader does; a worker closed after a second Ctrl-C does so.
+        key = (self._selector.get_map() or {}).get(sock.fileno())
         callbacks = key.data if key else [None, None]
         index = 0 if event == EVENT_READ else 1
         previous, callbacks[index] = callbacks[index], fn

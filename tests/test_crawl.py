@@ -11,6 +11,7 @@ import dataclasses
 import gc
 import itertools
 import json
+import logging
 import os
 import socket
 import statistics
@@ -41,7 +42,7 @@ from shared.testsite import (
     serve,
     serve_hosts,
 )
-from shared.testsite.hostile_wire import COOKIE_GATED, wire_pages
+from shared.testsite.hostile_wire import BACKSLASH_HOST, COOKIE_GATED, wire_pages
 from shared.testsite.oracle import assert_matches_oracle
 from shared.testsite.traps import OBEYED_KINDS
 from shared.tools.bench import threaded
@@ -279,6 +280,32 @@ def test_a_host_name_gets_no_cookie_back_and_one_address(
     assert records[f"http://cookie.test:{port}{COOKIE_GATED}"].status == gate.status == 403
     assert (records[two].status, records[two].tries) == (None, 2), records[two]
     assert dict(site.requests) == {"/wire/cookie": 1, COOKIE_GATED: 1}  # none for two.test
+
+
+def test_a_backslash_in_a_host_makes_no_url_even_when_lenient(
+    stage: ModuleType, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """--lenient from a root named as the link's last two labels: the link is in scope but no URL.
+
+    Every stage records the page and nothing for the link: no DNS error, no bug logged.
+    """
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        if host != BACKSLASH_HOST:
+            return real(host, port, *args, **kwargs)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", int(port)))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)  # in every thread: aiohttp's too
+    site = Site(pages=1, traps=False, wire=True)
+    with serve(site) as base_url, caplog.at_level(logging.ERROR):
+        port = base_url.rstrip("/").rpartition(":")[2]
+        root = f"http://{BACKSLASH_HOST}:{port}/wire/host-backslash"
+        options = Options(ignore_robots=True, strict=False, exclude="/wire/$")  # not the hub
+        records = stage.crawl([root], options).by_url()
+    assert list(records) == [root]
+    assert (records[root].status, records[root].num_urls) == (200, 0)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_timeout_ends_a_silent_page_with_an_error(stage: ModuleType) -> None:

@@ -10,11 +10,14 @@ first), writes valid JSON, and every URL the server saw requested has a record.
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import os
 import random
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +32,7 @@ from typing import Any
 
 import pytest
 
+from shared import interrupt
 from shared.crawling import Options
 from shared.interrupt import CtrlC
 from shared.testsite import Site, serve
@@ -293,3 +297,51 @@ def test_ctrl_c_in_a_crawl_returns_the_partial_result(stage: ModuleType) -> None
     assert requested <= result.urls
     interrupted = [f for f in result.fetches if f.error == "interrupted before the response"]
     assert interrupted, "fetches in flight at the press are recorded as interrupted"
+
+
+@pytest.mark.parametrize("max_per_host", [None, 1], ids=["hosts-free", "one-per-host"])
+def test_a_second_ctrl_c_while_the_workers_clean_up_stops_the_crawl(
+    stage: ModuleType,
+    max_per_host: int | None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The second press lands as the first one's clean-up closes a socket: nothing runs after.
+
+    The crawl returns its partial result, and the fetches it abandoned are only closed:
+    none records a bug, none raises on the way out, none takes another URL from the queue
+    (the server sees no request after the crawl returned).  With one fetch per host, the
+    others wait for its slot, which a fetch closed after the loop gives back.
+    """
+    first = threading.Event()
+    second: list[int] = []
+    monkeypatch.setattr(interrupt, "at_first_press", [first.set])
+    real_close = socket.socket.close
+
+    def close(sock: socket.socket) -> None:
+        real_close(sock)
+        # The crawl's own sockets: the server's threads close theirs too.
+        if first.is_set() and not second and threading.current_thread() is threading.main_thread():
+            second.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    unraisable: list[Any] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    monkeypatch.setattr(socket.socket, "close", close)
+    site = Site(pages=200, traps=False, latency=0.1)
+    with serve(site) as base_url:
+        press = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+        press.start()
+        # As a stage's program takes Ctrl-C over (stage 3's crawl hears the presses through it).
+        with caplog.at_level(logging.ERROR), interrupt.caught():
+            options = Options(max_tasks=4, max_per_host=max_per_host, ignore_robots=True)
+            result = stage.crawl([base_url], options)
+            press.join()
+            requested = len(site.requests)
+            gc.collect()  # the abandoned fetches are closed, if they were not yet
+            time.sleep(0.3)  # time for a request that should not come
+        assert len(site.requests) == requested
+    assert second, "the first press's clean-up closed no socket"
+    assert result.interrupted
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert [str(u.exc_value) for u in unraisable] == []

@@ -66,6 +66,14 @@ from shared.urls import BaseUrl, UrlRules, normalize
         ("http://h/caf\u00e9", "http://h/caf%C3%A9"),
         ("http://h/caf%C3%A9", "http://h/caf%C3%A9"),
         ("http://[::1]:8080/", "http://[::1]:8080/"),
+        # RFC 3986 section 6.2.2.2: escapes of unreserved characters are the characters,
+        # other escapes are spelled in upper case, and a "%" that starts none is one.
+        ("http://h/%7euser/%41%2d%5F%2e", "http://h/~user/A-_."),
+        ("http://h/a%2fb%3f?q=%3d%7e%e2%82%ac", "http://h/a%2Fb%3F?q=%3D~%E2%82%AC"),
+        ("http://h/a/%2E%2E/b/%2e/c", "http://h/b/c"),  # "%2E" is ".", so a dot segment
+        ("http://h/100%/%%32e", "http://h/100%25/%252e"),  # not "%2e", which is "."
+        ("http://EX%41mple.com/", "http://example.com/"),
+        ("http://" + "a" * 63 + ".b/", "http://" + "a" * 63 + ".b/"),
     ],
 )
 def test_normalize_gives_one_spelling(url: str, expected: str) -> None:
@@ -84,6 +92,16 @@ def test_normalize_gives_one_spelling(url: str, expected: str) -> None:
         "http:///nohost",
         "relative/path",
         "",
+        # Host names DNS cannot hold, in either case: 265 characters, a label of 64.
+        "http://" + "a" * 265 + "/",
+        "http://" + "A" * 265 + "/",
+        "http://" + "a" * 64 + ".b/",
+        "http://" + "a" * 64 + ".B/",
+        # Characters no host name has (RFC 3986's reg-name), raw or escaped.
+        "http://a\\b.example.com/",
+        "http://a%5Cb.example.com/",
+        "http://a b/",
+        "http://a%2Fb/",
     ],
 )
 def test_normalize_rejects_what_is_not_an_http_url(url: str) -> None:

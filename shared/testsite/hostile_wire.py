@@ -124,6 +124,12 @@ LANDINGS = (
     "/wire/land/chunked",
     "/wire/land/a,%20/wire/land/b",
 )
+#: A link whose host holds a backslash: no URL (RFC 3986's reg-name has none), so no
+#: record, in every stage and in either scope.  Browsers read the backslash as a "/" (the
+#: WHATWG URL standard); a crawler that reads RFC 3986 does not guess.  Its host is a name,
+#: so that tests/test_crawl.py can crawl the case with --lenient from a root on that name.
+BACKSLASH_HOST = "backslash.test"
+BACKSLASH_LINK = f"http://a\\b.{BACKSLASH_HOST}/wire/land/never"
 #: The page behind the cookie, linked only from the case that sets the cookie, so that a
 #: crawler fetches it after it was given the cookie.
 COOKIE_GATED = "/wire/land/cookie-gated"
@@ -201,10 +207,25 @@ def wire_cases() -> dict[str, WireCase]:
                 body=response("200 OK", [FIELD_HTML, b"Content-Length: %d" % cut], lie, False),
             ),
             stage3=Resource(kind=WIRE_ERROR, content_type=None),
-            why="aiohttp reads the bytes after the response, which came in the same read, as "
-            "the next response on the connection, and fails on them as a bad status line; "
-            "stages 1 and 2 stop reading at the Content-Length, as the request said "
-            "Connection: close",
+            why="aiohttp reads the bytes after the response, which came in the same read: "
+            "after a response that said Connection: close it fails the read ('Data after "
+            "Connection: close'), on a kept-alive connection it reads them as the next "
+            "response (a bad status line); stages 1 and 2 stop reading at the "
+            "Content-Length, as the request said Connection: close",
+        ),
+        # A 204 has no body (RFC 9110, section 15.3.5), whatever follows its head: the
+        # bytes after it are no part of it, and stages 1 and 2 never read them.
+        "no-content-body": WireCase(
+            Resource(
+                kind=WIRE,
+                status=204,
+                body=response("204 No Content", [FIELD_HTML], HUB_PAGE, False),
+            ),
+            stage3=Resource(kind=WIRE_ERROR, content_type=None),
+            why="aiohttp's parser (llhttp) reads the bytes after the head, which came in the "
+            "same read, as data after a response that said Connection: close, and fails the "
+            "whole read (400, 'Data after Connection: close') before the head reaches us; no "
+            "setting of aiohttp's makes it stop at the end of the response",
         ),
         # Heads past aiohttp's limits, which every stage keeps.
         "many-fields": broken(
@@ -309,6 +330,10 @@ def wire_cases() -> dict[str, WireCase]:
             response("200 OK", [b"Content-Type: text/plain", FIELD_HTML], HUB_PAGE),
             (),
             "text/plain, " + HTML,
+        ),
+        # A link that is no URL: its host holds a backslash (see BACKSLASH_LINK).
+        "host-backslash": page(
+            response("200 OK", [FIELD_HTML], body("A backslash", (BACKSLASH_LINK, WIRE_HUB)))
         ),
         # A cookie: no stage keeps it, so the page behind it answers 403 in every stage.
         "cookie": page(
