@@ -9,7 +9,8 @@
 3. Wheelhouse: `nox -s wheelhouse -- DIR` fills DIR for every system and Python; a new
    copy installs nox and the class's environment from it with no index at all; and a
    handout of s2-future, set up by its own README's commands (the offline install from
-   DIR), checks with no index: every task failed, unsolved.
+   DIR), checks with no index: every task failed, unsolved; and so it does on another
+   Python than the one that made it (3.13 or 3.12, where the machine has one).
 
 Run by .ci/run as `python3 .ci/class.py`; needs nox in the Python that runs it.
 """
@@ -184,6 +185,28 @@ def handout_offline(work: Path, wheels: Path, nox: Sequence[str], repo: Path) ->
     status, output = run(["sh", "-c", " && ".join(steps)], made, offline_environment())
     said = "0 of 3 tasks passed" in output
     check(status == 1 and said, f"the handout's README, offline: {' && '.join(steps)}", output)
+    # Made on this Python, checked on another: the manifest's outlines read the same on
+    # every version, so an untouched handout is unsolved there, not tampered.
+    mine = f"python3.{sys.version_info.minor}"
+    other = next(
+        (
+            f"python3.{m}"
+            for m in (13, 12, 14, 11)
+            if shutil.which(f"python3.{m}")
+            and f"python3.{m}" != mine
+            and run([f"python3.{m}", "-V"], work)[0] == 0
+        ),
+        None,
+    )
+    if other is None:
+        print(f"(no Python but {mine} here: the handout is not checked on another)")
+        return
+    venv = work / f"venv-{other}"
+    steps = [f"{other} -m venv {venv}", offline.replace("DIR", str(wheels)), first_check]
+    steps = [step.replace("python -m", f"{venv}/bin/python -m", 1) for step in steps]
+    status, output = run(["sh", "-c", " && ".join(steps)], made, offline_environment())
+    said = "0 of 3 tasks passed" in output and "tampered" not in output
+    check(status == 1 and said, f"a handout made on {mine}, checked on {other}", output)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -408,7 +408,11 @@ def test_a_check_leaves_no_process_behind_to_hold_its_pipes_or_touch_the_next(
     layer: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if layer == "bubblewrap" and checking.sandbox.bubblewrap() is None:
-        pytest.fail("bubblewrap does not run here: install it (.ci/run does)")
+        # As the browser tests: skipped on a machine without it, unless CI asks for it.
+        reason = "bubblewrap does not run here (apt install bubblewrap)"
+        if os.environ.get("CRAWLER500_REQUIRE_SANDBOX") == "1":
+            pytest.fail(f"CRAWLER500_REQUIRE_SANDBOX=1, but {reason}")
+        pytest.skip(reason)
     if layer == "subreaper":
         monkeypatch.setattr(checking.sandbox, "bubblewrap", lambda: None)
     exercise = catalog.named(NAME)
