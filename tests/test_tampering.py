@@ -487,3 +487,28 @@ def test_no_folder_ends_or_stalls_the_class(
     [reason] = result.tasks[0].reasons[:1]
     assert "went on after its 2 s were up" in reason, reason
     assert not any("whole check was stopped" in r for t in result.tasks for r in t.reasons)
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("time.sleep(0.1)", "every other fetch stops with it: schedule the rest instead"),
+        ("import os", "an import runs code outside the exercise"),
+        ("sys.modules.clear()", "it reaches into the interpreter"),
+        ("heapq.merge([], [])", "no solution of this exercise needs it"),
+    ],
+)
+def test_a_refused_body_is_told_why_in_the_chapter_s_terms(body: str, words: str) -> None:
+    # A student who sleeps in a callback hears that it blocks the loop, and the task's
+    # reason says the student's own file was refused, not that a judging file changed.
+    exercise = catalog.named("s1-loop")
+    known = studentfile.facts(exercise)
+    [(path, entry)] = known["files"].items()
+    text = put_bodies(
+        (ROOT / path).read_text(encoding="utf-8"), {"EventLoop.run_once": f"        {body}\n"}
+    )
+    theirs = [(label, digest) for label, digest in entry["outline"]]
+    found = studentfile.judge(path, text.encode(), entry["emptied"], theirs, set(known["granted"]))
+    assert found and all(words in line for line in found), found
+    [reason] = {task.reasons[0] for task in checking.not_judged([1, 2], found).tasks}
+    assert reason.startswith("not judged: your file does more than the exercise allows")

@@ -143,9 +143,16 @@ class CheckResult:
         return bool(self.tasks) and all(t.passed for t in self.tasks)
 
 
+#: How a line about the student's own code begins ("PATH:LINE: " or "PATH: "), where one
+#: about a file has the file's path and then its state in brackets.
+CODE = re.compile(r"\S+?:(?:\d+:)? ")
+
+
 def not_judged(tasks: Iterable[int], tampered: list[str]) -> CheckResult:
     """The verdict on a workspace whose tests were changed: every task failed, unrun."""
-    reason = say("en", "reason.not-judged")
+    # Only the student's own code refused: say so, not that judging files changed.
+    own = bool(tampered) and all(CODE.match(entry) for entry in tampered)
+    reason = say("en", "reason.code-refused" if own else "reason.not-judged")
     return CheckResult([TaskResult(n, False, [reason]) for n in tasks], [], tampered, ran=False)
 
 

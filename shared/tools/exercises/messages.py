@@ -51,6 +51,10 @@ SENTENCES: dict[str, dict[str, str]] = {
         "reason.not-judged": (
             "not judged: files that judge the exercise were changed (see `tampered`)"
         ),
+        "reason.code-refused": (
+            "not judged: your file does more than the exercise allows (see `tampered`: "
+            "the line, and why)"
+        ),
         "reason.not-run-because": "not run: {why}",
         "reason.not-run": "not run",
         "reason.skipped": "skipped: {reason}",
@@ -86,7 +90,20 @@ SENTENCES: dict[str, dict[str, str]] = {
         "results.unsigned": "results: {count} record(s) the check did not write",
         "code.outside": "{path}:{line}: {what} (only the emptied bodies are yours)",
         "code.removed": "{path}: {what} removed (only the emptied bodies are yours)",
-        "code.body": "{path}:{line}: {what} in {function}: not something this exercise needs",
+        "code.body": "{path}:{line}: {what} in {function}: {why}",
+        "code.why-blocks": (
+            "a call to {name} waits on the loop's only thread, and every other fetch stops "
+            "with it: schedule the rest instead (call_later in stage 1, a Future the loop "
+            "resolves in stage 2, await in stage 3)"
+        ),
+        "code.why-import": (
+            "an import runs code outside the exercise; use what the module imports already"
+        ),
+        "code.why-global": "a body keeps its state on self or in locals, not in the module",
+        "code.why-interpreter": "it reaches into the interpreter, past the code under test",
+        "code.why-unneeded": (
+            "no solution of this exercise needs it; write the body with the module's own names"
+        ),
         "results.twice": "results: {what} reported twice",
         "results.unknown": "results: {test} is not a test of the exercise",
         "reason.missing": "{test} did not run",
@@ -156,6 +173,9 @@ SENTENCES: dict[str, dict[str, str]] = {
         "check.score": "{name}：{tasks} 个任务中通过了 {done} 个，得分 {points}/{most}",
         "check.verbose": "（查看每个测试的详细报告：{command}）",
         "reason.not-judged": "未评判：评判练习的文件被改动了（见“被改动的评判文件”）",
+        "reason.code-refused": (
+            "未评判：你的文件做了练习不允许的事（见“被改动的评判文件”：哪一行，为什么）"
+        ),
         "reason.not-run-because": "未运行：{why}",
         "reason.not-run": "未运行",
         "reason.skipped": "跳过：{reason}",
@@ -188,7 +208,16 @@ SENTENCES: dict[str, dict[str, str]] = {
         "results.unsigned": "结果：有 {count} 条记录不是检查写下的",
         "code.outside": "{path}:{line}：{what}（只有被清空的函数体是你写的）",
         "code.removed": "{path}：{what} 被删除了（只有被清空的函数体是你写的）",
-        "code.body": "{path}:{line}：{function} 中的 {what}：这个练习用不到它",
+        "code.body": "{path}:{line}：{function} 中的 {what}：{why}",
+        "code.why-blocks": (
+            "调用 {name} 会在事件循环唯一的线程上等待，其他所有抓取都随之停下：请改为安排"
+            "后续的工作（阶段 1 用 call_later，阶段 2 用由事件循环设置结果的 Future，"
+            "阶段 3 用 await）"
+        ),
+        "code.why-import": "import 会运行练习之外的代码；请使用模块已经导入的名字",
+        "code.why-global": "函数体把状态保存在 self 或局部变量里，而不是模块里",
+        "code.why-interpreter": "它越过了被测代码，伸进了解释器内部",
+        "code.why-unneeded": "这个练习的任何解答都用不到它；请用模块自己的名字写出函数体",
         "results.twice": "结果：{what} 被报告了两次",
         "results.unknown": "结果：{test} 不是这个练习的测试",
         "reason.missing": "{test} 没有运行",

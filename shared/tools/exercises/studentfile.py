@@ -548,13 +548,34 @@ class Judge:
             yield "`type` with more than one argument (it makes a class)"
 
 
+#: Names that block the loop when a body calls them: the chapter's first warning.
+BLOCKING = frozenset({"sleep", "time", "input", "select", "getaddrinfo", "recv", "accept"})
+#: Names that reach into the interpreter, past the code under test.
+INTERPRETER = MODULES | REFUSED_BUILTINS | NAME_BUILTINS | DENIED_ATTRIBUTES
+
+
+def why(what: str) -> str:
+    """Why a body may not use ``what`` (as `Judge.node` says it), in the chapter's terms."""
+    name = what.strip("`").lstrip(".").partition("`")[0].rstrip("=")
+    if what == "an import":
+        return say("en", "code.why-import")
+    if what == "`global`":
+        return say("en", "code.why-global")
+    if name in BLOCKING:
+        return say("en", "code.why-blocks", name=name)
+    if name in INTERPRETER or dunder(name) or what.startswith(("`getattr", "`type")):
+        return say("en", "code.why-interpreter")
+    return say("en", "code.why-unneeded")
+
+
 def body_problems(
     path: str, qualname: str, function: FunctionNode, module: Module, allowed: set[str]
 ) -> list[str]:
-    """What the body of ``function`` uses that no solution of the exercise needs, by line."""
+    """What the body of ``function`` uses that no solution of the exercise needs, by line,
+    and why each is refused."""
     found = Judge(module, allowed).body(function)
     return [
-        say("en", "code.body", path=path, line=line, what=what, function=qualname)
+        say("en", "code.body", path=path, line=line, what=what, function=qualname, why=why(what))
         for line, what in sorted(set(found))
     ]
 
