@@ -704,6 +704,74 @@ IN_CLASS = [
     TEACHERS / "plan-90-minutes.md",
     *sorted(path.parent / "README.md" for path in EXERCISES.glob("*/exercise.toml")),
 ]
+ENGLISH_NUMBERS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
+CHINESE_DIGITS = "零一二三四五六七八九"
+
+
+def number(word: str) -> int:
+    """A count as a page writes it: 13, thirteen, Thirteen, 十三, 十."""
+    if word.isdigit():
+        return int(word)
+    if word.lower() in ENGLISH_NUMBERS:
+        return ENGLISH_NUMBERS.index(word.lower())
+    tens, _, ones = word.rpartition("十") if "十" in word else ("", "", word)
+    if "十" in word:
+        return 10 * (CHINESE_DIGITS.index(tens) if tens else 1) + (
+            CHINESE_DIGITS.index(ones) if ones else 0
+        )
+    return CHINESE_DIGITS.index(word)
+
+
+#: "ten questions", "13 questions", "十三道题", "13 道题": a count of the quiz's questions.
+QUESTIONS = re.compile(
+    rf"\b(\d+|(?i:{'|'.join(ENGLISH_NUMBERS)})) questions\b"
+    r"|([0-9]+|[零一二三四五六七八九十]+) ?道题"
+)
+
+
+def stated_question_counts(text: str) -> list[int]:
+    """Every count of questions a text states."""
+    return [number(english or chinese) for english, chinese in QUESTIONS.findall(text)]
+
+
+def test_every_count_of_the_quiz_s_questions_is_the_number_it_asks() -> None:
+    """The quiz and every page that links it (in either language) say how many it asks."""
+    quiz = TEACHERS / "quiz.md"
+    asked = len(re.findall(r"^\d+\. ", read(quiz), re.MULTILINE))
+    linking = [page for page in pages() if page == quiz or "quiz.md)" in read(page)]
+    stated = {page_id(page): stated_question_counts(read(page)) for page in linking}
+    assert sum(map(len, stated.values())) >= 3, stated  # the quiz and its two tables
+    wrong = {page: counts for page, counts in stated.items() if set(counts) - {asked}}
+    assert not wrong, f"the quiz asks {asked} questions; these pages say: {wrong}"
+
+
+def test_the_question_count_reads_digits_and_words_in_both_languages() -> None:
+    text = "Ten questions; 13 questions; 根据预测出的十三道题；十道题；12 道题"
+    assert stated_question_counts(text) == [10, 13, 13, 10, 12]
+
+
 # A command as a page writes it in `inline code`: what a student types.
 COMMAND = re.compile(r"^(?:nox|python3?|pipx|git|pip|apt(?:-get)?|brew|mkdir|\$PY)\s|^PY=|^\.venv/")
 
