@@ -11,6 +11,11 @@
    handout of s2-future, set up by its own README's commands (the offline install from
    DIR), checks with no index: every task failed, unsolved; and so it does on another
    Python than the one that made it (3.13 or 3.12, where the machine has one).
+4. Pip only: the README's route without pipx, its Linux block as written, from a fresh
+   copy: a .venv made by the machine's python3, nox installed into it by pip, a crawl.
+   After the wheelhouse part, pip installs from that folder with no index (and setup
+   fills the class's environment from it), as a room without network would; run alone,
+   it uses the index, as old-python does.
 
 Run by .ci/run as `python3 .ci/class.py`; needs nox in the Python that runs it.
 """
@@ -209,9 +214,39 @@ def handout_offline(work: Path, wheels: Path, nox: Sequence[str], repo: Path) ->
     check(status == 1 and said, f"a handout made on {mine}, checked on {other}", output)
 
 
+def pip_route(readme: str) -> list[str]:
+    """The README's commands without pipx, for Linux and macOS: its sh block that makes a .venv."""
+    blocks = [block for block in readme.split("```sh\n")[1:] if "-m venv .venv" in block]
+    lines = (line.split("#")[0].strip() for line in blocks[0].split("```")[0].splitlines())
+    return [line for line in lines if line]
+
+
+def pip_only(work: Path) -> None:
+    """The README's pip-only route, in a fresh copy, with the machine's python3."""
+    copy = fresh_copy(work / "repo-pip")
+    steps = pip_route((copy / "README.md").read_text(encoding="utf-8"))
+    said = [step.split("#")[0] for step in steps]
+    ok = said[0].startswith("python3 -m venv .venv") and "pip install nox" in said[1]
+    check(ok and "-m nox -s " in said[-1], f"the README's route: {' && '.join(steps)}")
+    env: dict[str, str] | None = None
+    wheels = work / "wheels"
+    if (wheels / "wheels.txt").is_file():  # offline, as the wheelhouse part installs
+        env = offline_environment()
+        steps[1] = steps[1].replace("pip install", f"pip install --no-index --find-links {wheels}")
+        python = steps[1].split(" -m pip")[0]
+        steps.insert(2, f"{python} -m nox -s setup -- --wheels {wheels}")
+    status, output = run(["sh", "-c", " && ".join(steps)], copy, env)
+    check(status == 0 and "Finished" in output, f"pip only: {' && '.join(steps)}", output)
+
+
 def main(argv: Sequence[str]) -> int:
-    """Run the parts named (old-python, offline, wheelhouse), or all three."""
-    parts = {"old-python": old_python, "offline": offline, "wheelhouse": wheelhouse}
+    """Run the parts named (old-python, offline, wheelhouse, pip-only), or all four."""
+    parts = {
+        "old-python": old_python,
+        "offline": offline,
+        "wheelhouse": wheelhouse,
+        "pip-only": pip_only,
+    }
     with tempfile.TemporaryDirectory(prefix="class-") as tmp:
         for name in argv or list(parts):
             print(f"--- {name}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import itertools
 import json
 import re
@@ -27,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from shared import STAGES
 from shared.testsite import Site
 from shared.tools import sidebyside
 from shared.tools.bench.bench import BOOK as BENCH_BOOK
@@ -364,6 +366,80 @@ def test_ctrl_c_lands_where_the_page_says() -> None:
     assert [step for step in trace_steps(rest.decode()) if step[1] == "readable -> on_ctrl_c"]
 
 
+ROUNDTRIP = ROOT / "stage2_generators" / "ROUNDTRIP.md"
+
+
+def test_the_round_trip_s_last_trace_lines_are_the_trace_s() -> None:
+    """The crawl's end as `nox -s trace -- stage2` prints it: the same tasks, resumed with the
+    same, in the same order; a URL is compared only as there or not (its pages vary)."""
+    for page in (ROUNDTRIP, chinese(ROUNDTRIP)):
+        text = read(page)
+        assert "nox -s trace -- stage2" in text
+        (block,) = [b for b in fenced_blocks(text) if trace_steps(b)]
+        documented = [(who, what, url == "-") for who, what, url in trace_steps(block)]
+        assert len(documented) >= 4 and documented[-1][:2] == (
+            "crawl",
+            "crawl <- raise CancelledError",
+        )
+    done = run(["-m", "stage2_generators", *noxfile_list("demo")])
+    assert done.returncode == 0, done.stderr
+    printed = [(who, what, url == "-") for who, what, url in trace_steps(done.stderr)]
+    assert printed[-len(documented) :] == documented
+
+
+def show_steps(package: str) -> list[tuple[str, str]]:
+    """The steps of the page `nox -s show -- STAGE` makes, as (actor, what): recorded here."""
+    from shared.crawling import Options
+    from shared.testsite import serve
+    from shared.tools.show.command import DEFAULTS
+    from shared.tools.show.record import recording
+
+    # The crawl the command makes by default, spelled here: a change there is seen.
+    assert DEFAULTS == [
+        "--site-pages",
+        "6",
+        "--max-tasks",
+        "2",
+        "--site-latency",
+        "0.1",
+        "--ignore-robots",
+    ]
+    stage = importlib.import_module(package)
+    with serve(Site(6, traps=False, latency=0.1)) as base_url, recording(package) as recorder:
+        stage.crawl([base_url], Options(max_tasks=2, ignore_robots=True))
+    assert recorder.errors == []
+    return [(recorder.actors[step.actor].name, step.what) for step in recorder.steps]
+
+
+#: What each show-page address the round trip names must open at: the actor, and how its
+#: step's chain (and, in stage 2, what it was resumed with) begins.
+ROUND_TRIP_STEPS = {
+    ("stage2", 4): ("worker-0", "work>fetch>request>sock_connect>_when_ready <- None"),
+    ("stage2", 5): ("worker-0", "work>fetch>request>sock_recv>_when_ready <- bytes["),
+    ("stage3", 4): ("worker-0", "work>fetch>request"),
+}
+
+
+def test_each_show_step_the_round_trip_names_is_the_step_the_page_shows() -> None:
+    for page in (ROUNDTRIP, chinese(ROUNDTRIP)):
+        named = re.findall(r"out/show-(stage\d)\.html#step=(\d+)", read(page))
+        assert {(stage, int(n)) for stage, n in named} == set(ROUND_TRIP_STEPS), page.name
+    for name in ("stage2", "stage3"):
+        steps = show_steps(STAGES[name])
+        for (stage, n), (actor, what) in ROUND_TRIP_STEPS.items():
+            if stage == name:
+                assert steps[n - 1][0] == actor and steps[n - 1][1].startswith(what), steps[:n]
+
+
+def test_every_function_the_round_trip_names_exists() -> None:
+    for page in (ROUNDTRIP, chinese(ROUNDTRIP)):
+        ours = ("stage", "shared/")  # asyncio's files (`Lib/asyncio/...`) are CPython's
+        references = [(f, n) for f, n in REFERENCE.findall(read(page)) if f.startswith(ours)]
+        assert len(references) >= 10
+        missing = [f"{f}:{n}" for f, n in references if not defines(ROOT / f, n)]
+        assert not missing, missing
+
+
 # --- tables ------------------------------------------------------------------------------------
 
 
@@ -620,6 +696,7 @@ IN_CLASS = [
     README,
     *(ROOT / package / "README.md" for package in STAGE_PACKAGES),
     SHOW,
+    ROOT / "stage2_generators" / "ROUNDTRIP.md",
     EXERCISES / "README.md",
     LABS / "README.md",
     *sorted(p for p in LABS.glob("[0-9][0-9]-*.md") if not p.name.endswith(".zh-CN.md")),
@@ -627,6 +704,74 @@ IN_CLASS = [
     TEACHERS / "plan-90-minutes.md",
     *sorted(path.parent / "README.md" for path in EXERCISES.glob("*/exercise.toml")),
 ]
+ENGLISH_NUMBERS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
+CHINESE_DIGITS = "零一二三四五六七八九"
+
+
+def number(word: str) -> int:
+    """A count as a page writes it: 13, thirteen, Thirteen, 十三, 十."""
+    if word.isdigit():
+        return int(word)
+    if word.lower() in ENGLISH_NUMBERS:
+        return ENGLISH_NUMBERS.index(word.lower())
+    tens, _, ones = word.rpartition("十") if "十" in word else ("", "", word)
+    if "十" in word:
+        return 10 * (CHINESE_DIGITS.index(tens) if tens else 1) + (
+            CHINESE_DIGITS.index(ones) if ones else 0
+        )
+    return CHINESE_DIGITS.index(word)
+
+
+#: "ten questions", "13 questions", "十三道题", "13 道题": a count of the quiz's questions.
+QUESTIONS = re.compile(
+    rf"\b(\d+|(?i:{'|'.join(ENGLISH_NUMBERS)})) questions\b"
+    r"|([0-9]+|[零一二三四五六七八九十]+) ?道题"
+)
+
+
+def stated_question_counts(text: str) -> list[int]:
+    """Every count of questions a text states."""
+    return [number(english or chinese) for english, chinese in QUESTIONS.findall(text)]
+
+
+def test_every_count_of_the_quiz_s_questions_is_the_number_it_asks() -> None:
+    """The quiz and every page that links it (in either language) say how many it asks."""
+    quiz = TEACHERS / "quiz.md"
+    asked = len(re.findall(r"^\d+\. ", read(quiz), re.MULTILINE))
+    linking = [page for page in pages() if page == quiz or "quiz.md)" in read(page)]
+    stated = {page_id(page): stated_question_counts(read(page)) for page in linking}
+    assert sum(map(len, stated.values())) >= 3, stated  # the quiz and its two tables
+    wrong = {page: counts for page, counts in stated.items() if set(counts) - {asked}}
+    assert not wrong, f"the quiz asks {asked} questions; these pages say: {wrong}"
+
+
+def test_the_question_count_reads_digits_and_words_in_both_languages() -> None:
+    text = "Ten questions; 13 questions; 根据预测出的十三道题；十道题；12 道题"
+    assert stated_question_counts(text) == [10, 13, 13, 10, 12]
+
+
 # A command as a page writes it in `inline code`: what a student types.
 COMMAND = re.compile(r"^(?:nox|python3?|pipx|git|pip|apt(?:-get)?|brew|mkdir|\$PY)\s|^PY=|^\.venv/")
 
@@ -893,6 +1038,59 @@ def test_the_translation_check_sees_each_kind_of_drift(tmp_path: Path) -> None:
         ]
 
 
+# --- spoilers ------------------------------------------------------------------------------
+
+
+def emptied_by() -> dict[str, list[str]]:
+    """Each exercise's name and the functions it empties (its exercise.toml's `replace`)."""
+    import tomllib
+
+    return {
+        toml.parent.name: tomllib.loads(read(toml))["replace"]
+        for toml in EXERCISES.glob("*/exercise.toml")
+    }
+
+
+#: The guides a reader reads in order, the round trip of a value too: in both languages.
+GUIDES = [
+    *(ROOT / package / "README.md" for package in STAGE_PACKAGES),
+    ROOT / "stage2_generators" / "ROUNDTRIP.md",
+]
+
+
+def spoilers(text: str, package: str, exercises: dict[str, list[str]]) -> list[str]:
+    """The functions a page names (in `code`, as `Task._step`, `_step` or `_step()`) before
+    it names the exercise that empties them: the page gives the answer away."""
+    spoiled = []
+    for name, functions in exercises.items():
+        named = re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text)
+        here = named.start() if named else len(text)
+        for reference in functions:
+            file, qualname = reference.split(":")
+            if not file.startswith((package + "/", "shared/")):
+                continue
+            spellings = {qualname, qualname.rsplit(".", 1)[-1]}
+            for span in re.finditer(r"`([^`\n]+)`", text):
+                if re.sub(r"\(.*\)$", "", span[1]) in spellings and span.start() < here:
+                    spoiled.append(f"`{span[1]}` before {name}")
+                    break
+    return spoiled
+
+
+@pytest.mark.parametrize("guide", [*GUIDES, *map(chinese, GUIDES)], ids=page_id)
+def test_no_guide_names_a_function_before_the_exercise_that_empties_it(guide: Path) -> None:
+    package = guide.relative_to(ROOT).parts[0]
+    assert not spoilers(read(guide), package, emptied_by())
+
+
+def test_the_spoiler_check_sees_a_function_named_first() -> None:
+    exercises = {"s2-step": ["stage2_generators/tasks.py:Task._step"]}
+    for text in ("Read `Task._step`, then s2-step.", "`_step()` first; `s2-step`"):
+        assert spoilers(text, "stage2_generators", exercises), text
+    assert not spoilers("Try `s2-step`, then read `_step`.", "stage2_generators", exercises)
+    assert not spoilers("Read `Task._step`.", "stage1_callbacks", exercises)
+
+
 # --- line numbers --------------------------------------------------------------------------
 #
 # No page names a line of code by its number: a lab's change, an exercise's hint, a guide
@@ -943,6 +1141,7 @@ WALK = [
     chinese(README),
     *(chinese(ROOT / package / "README.md") for package in STAGE_PACKAGES),
     chinese(SHOW),
+    ROOT / "stage2_generators" / "ROUNDTRIP.zh-CN.md",
 ]
 #: Three or more English words in a row, each of letters (a hyphen or apostrophe inside
 #: allowed: built-in, page's).

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import inspect
 import os
 import re
 import subprocess
@@ -26,6 +27,7 @@ import yaml
 from shared.tools import ready, wheelhouse
 
 ROOT = Path(__file__).resolve().parent.parent
+READMES = ("README.md", "README.zh-CN.md")
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
@@ -227,3 +229,22 @@ def test_the_stack_ripping_demo_fits_on_a_screen(module: str) -> None:
     report = [line for line in done.stdout.splitlines() if line.startswith("http")]
     assert len(report) == 7  # six pages and robots.txt
     assert len((done.stdout + done.stderr).splitlines()) <= 40  # a projector's screen
+
+
+# --- the route without pipx ---------------------------------------------------------------
+
+
+def test_ci_runs_the_readmes_route_without_pipx_as_written() -> None:
+    """Both READMEs give the same pip-only commands (a .venv, pip install nox, a nox
+    command), and .ci/class.py reads them from the README and runs them."""
+    ci = ci_script()
+    routes = [ci.pip_route((ROOT / name).read_text(encoding="utf-8")) for name in READMES]
+    assert routes[0] == routes[1]
+    venv, install, crawl = routes[0]
+    assert venv == "python3 -m venv .venv"
+    assert install == ".venv/bin/python -m pip install nox"
+    assert crawl.startswith(".venv/bin/python -m nox -s stage")
+    assert "pip-only" in inspect.getsource(ci.main)
+    for name in READMES:  # and Windows has its block, the same three steps
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert "py -3 -m venv .venv\n.venv\\Scripts\\python -m pip install nox\n" in text

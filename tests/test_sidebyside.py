@@ -502,3 +502,23 @@ def test_a_file_python_cannot_parse_is_reported(
     assert main(["stage2", str(broken)]) == 1
     assert f"{broken}:2: " in capsys.readouterr().err
     assert main(["stage2", str(broken), "--unified"]) == 0
+
+
+# --- the page ---------------------------------------------------------------------------
+
+
+PAGE = Path(__file__).resolve().parent.parent / "shared" / "tools" / "SIDEBYSIDE.md"
+COUNTS = {"en": r"\d+ lines the same[^`]*", "zh-CN": r"\d+ 行相同[^`]*"}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_the_counts_the_page_states_are_the_tool_s_last_lines(lang: str) -> None:
+    """SIDEBYSIDE.md (and its Chinese page) quote the summary line of each comparison: the
+    very sentence the tool prints now, and no other count."""
+    page = PAGE if lang == "en" else PAGE.with_name("SIDEBYSIDE.zh-CN.md")
+    stated = re.findall(rf"`({COUNTS[lang]})`", page.read_text(encoding="utf-8"))
+    printed = [
+        sidebyside.summary(view(left, right), lang)
+        for left, right in (("stage1", "stage2"), ("stage2", "stage3"))
+    ]
+    assert stated == printed, f"{page.name}: paste {printed}"

@@ -237,7 +237,7 @@ def parser(lang: str = "en") -> argparse.ArgumentParser:
     made = verb(
         "handout",
         "a workspace ready to publish as a student repository",
-        "做成可以发布为学生仓库的工作区（讲义）",
+        "做成可以发布为学生仓库的工作区（作业包）",
     )
     made.add_argument("name", metavar="NAME")
     made.add_argument(
@@ -248,7 +248,7 @@ def parser(lang: str = "en") -> argparse.ArgumentParser:
         choices=LANGUAGES,
         help=said(
             "the language the handout's tool speaks (default: each student's locale)",
-            "讲义里的工具说哪种语言（默认：每个学生的 locale）",
+            "作业包里的工具说哪种语言（默认：每个学生的 locale）",
         ),
     )
     grade = verb(
@@ -269,7 +269,7 @@ def parser(lang: str = "en") -> argparse.ArgumentParser:
         action="store_true",
         help=said(
             "after the table, what each student wrote: a diff of each body from the handout's",
-            "在表格之后显示每个学生写了什么：每个函数体与讲义中的差异",
+            "在表格之后显示每个学生写了什么：每个函数体与作业包中的差异",
         ),
     )
     add_time_limits(grade, said("each student's check", "每个学生的检查"), lang)
