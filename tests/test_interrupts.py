@@ -345,3 +345,23 @@ def test_a_second_ctrl_c_while_the_workers_clean_up_stops_the_crawl(
     assert result.interrupted
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert [str(u.exc_value) for u in unraisable] == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="no SIGUSR1 on this system")
+def test_sigusr1_while_the_program_starts_is_taken_as_ctrl_c_is(tmp_path: Path) -> None:
+    """kill -USR1 asks for the task tree; sent while stage 3 still imports aiohttp, it must
+    not end the crawl by the signal's default action: it is taken over with Ctrl-C, first."""
+    argv = [sys.executable, "-m", "stage3_asyncio", "--site-pages", "3", "--ignore-robots", "-q"]
+    with (tmp_path / "stderr").open("w+") as stderr:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            assert ctrl_c_is_taken(proc, time.monotonic() + BOUND_S), "never started"
+            proc.send_signal(signal.SIGUSR1)  # at once: the imports have only begun
+            returncode = proc.wait(timeout=BOUND_S)
+        finally:
+            proc.kill()
+            proc.wait()
+        stderr.seek(0)
+        errors = stderr.read()
+    assert returncode == 0, errors
+    assert "--- tasks ---" in errors and "Traceback" not in errors
