@@ -226,7 +226,9 @@ def test_trace_into_head_ends_the_crawl_promptly(
         elapsed = time.monotonic() - closed
     assert all(line.strip() for line in lines), lines
     assert returncode != 0 and returncode > 0, returncode  # ended by choice, not by a signal
-    assert elapsed < 5, f"took {elapsed:.1f} s to notice the closed pipe"
+    # The whole crawl takes about 10 s, its answers' latency, busy machine or not: 8 s tells
+    # prompt from not, with room for a loaded laptop.
+    assert elapsed < 8, f"took {elapsed:.1f} s to notice the closed pipe"
     doc, urls = recorded(out)
     assert doc["interrupted"] is True
     requested = {base_url.rstrip("/") + path for path in site.requests}
@@ -292,7 +294,7 @@ def test_ctrl_c_in_a_crawl_returns_the_partial_result(stage: ModuleType) -> None
         elapsed = time.monotonic() - started
         press.join()
     assert result.interrupted
-    assert elapsed < 5  # the whole crawl would take about 10 s
+    assert elapsed < 8  # the whole crawl takes about 10 s, its answers' latency, busy or not
     requested = {base_url.rstrip("/") + path for path in site.requests}
     assert requested <= result.urls
     interrupted = [f for f in result.fetches if f.error == "interrupted before the response"]
