@@ -2,13 +2,16 @@
 
 A bare `nox` runs lint, tests (once per version in PYTHONS that nox finds) and tools.
 Every session a class uses requires the session `class`, whose environment, .nox/class,
-they share: nox makes it once and reuses it (`nox -R` skips its pip run too).  The code
+they share: nox makes it once and reuses it, and its pip run is skipped while
+pyproject.toml's lists are unchanged (no `-R` needed).  The code
 runs from the checkout, never installed: an edit to a stage counts at once, and after
 `nox -s setup` no class command needs the network.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -38,12 +41,17 @@ if sys.version_info < (3, 11):  # noqa: UP036 (the noxfile runs on nox's Python)
     CLASS_PYTHON = next(found, False)
 
 
+def wanted(*groups: str) -> list[str]:
+    """The project's packages and these dependency groups, as pyproject.toml lists them."""
+    found = list(PYPROJECT["project"]["dependencies"])
+    for group in groups:
+        found += nox.project.dependency_groups(PYPROJECT, group)
+    return found
+
+
 def install(session: nox.Session, *groups: str, pip_args: tuple[str, ...] = ()) -> None:
     """Install the project's packages and these dependency groups, in one pip run."""
-    wanted = list(PYPROJECT["project"]["dependencies"])
-    for group in groups:
-        wanted += nox.project.dependency_groups(PYPROJECT, group)
-    session.install(*pip_args, *wanted)
+    session.install(*pip_args, *wanted(*groups))
 
 
 def run_class(session: nox.Session, *argv: str) -> None:
@@ -66,7 +74,17 @@ def class_env(session: nox.Session) -> None:
         )
     # A requiring session's posargs (a crawl's URLs) reach here: only `--wheels DIR` counts.
     wheels = session.posargs[1:2] if session.posargs[:1] == ["--wheels"] else []
-    install(session, "check", pip_args=("--no-index", "--find-links", *wheels) if wheels else ())
+    pip_args = ("--no-index", "--find-links", *wheels) if wheels else ()
+    # Every class command requires this session: pip runs only when what it would install
+    # changed (pyproject.toml's lists, or --wheels), so a command starts at once, no -R
+    # needed.  The stamp lives in the venv: a venv nox makes anew has none.
+    stamp = Path(session.virtualenv.location, "installed-for-class.txt")
+    digest = hashlib.sha256(json.dumps([wanted("check"), pip_args]).encode()).hexdigest()
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == digest:
+        session.log(".nox/class holds pyproject.toml's packages already: no pip run")
+        return
+    install(session, "check", pip_args=pip_args)
+    stamp.write_text(digest, encoding="utf-8")
 
 
 @nox.session(python=False, requires=["class"])

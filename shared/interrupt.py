@@ -16,12 +16,15 @@ another way, and stages 1 and 2 copy it with :class:`CtrlC`:
 Stage 3 takes Ctrl-C as asyncio.Runner does, by a handler of ours (:func:`left_to_asyncio`).
 A stage's ``__main__`` takes Ctrl-C over (:func:`taken_over`) before anything else, so that
 a Ctrl-C while the program imports and starts up is news too, read by the loop at its first
-turn.
+turn.  SIGUSR1, which asks for the task tree (shared/tools/instruments/tasktree.py), is taken
+over at the same moment: until the crawl runs, it is answered "no tasks yet", not by the
+signal's default action, which ends the program.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 from collections.abc import Callable, Iterator
@@ -110,19 +113,32 @@ def install() -> CtrlC | None:
     return _installed
 
 
+def no_tasks_yet(signum: int, frame: FrameType | None) -> None:
+    """SIGUSR1 before the crawl runs: say there is no task tree yet, and go on starting."""
+    with contextlib.suppress(OSError):  # straight to the descriptor, as tasktree.dump writes
+        os.write(2, b"--- tasks ---\nno tasks yet: the program is still starting\n")
+
+
 @contextlib.contextmanager
 def taken_over() -> Iterator[None]:
     """Own Ctrl-C from a program's first line to its last: a stage's ``__main__`` runs in this.
 
-    On the way out Ctrl-C is ignored: Python's shutdown puts the default action back
-    (death by the signal, exit status -2), and the work is done, so a late Ctrl-C has
-    nothing left to stop.
+    SIGUSR1 too (where the system has it): a request for the task tree that comes while
+    the program still imports is answered, not fatal; the crawl puts the tree's own
+    handler in while it runs.  On the way out both are ignored: Python's shutdown puts
+    the default action back (death by the signal, exit status -2), and the work is done,
+    so a late signal has nothing left to stop or to show.
     """
-    install()
+    main_thread = install() is not None  # signals reach the main thread alone
+    sigusr1 = getattr(signal, "SIGUSR1", None) if main_thread else None  # none on Windows
+    if sigusr1 is not None:
+        signal.signal(sigusr1, no_tasks_yet)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if sigusr1 is not None:
+            signal.signal(sigusr1, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

@@ -226,7 +226,9 @@ def test_trace_into_head_ends_the_crawl_promptly(
         elapsed = time.monotonic() - closed
     assert all(line.strip() for line in lines), lines
     assert returncode != 0 and returncode > 0, returncode  # ended by choice, not by a signal
-    assert elapsed < 5, f"took {elapsed:.1f} s to notice the closed pipe"
+    # The whole crawl takes about 10 s, its answers' latency, busy machine or not: 8 s tells
+    # prompt from not, with room for a loaded laptop.
+    assert elapsed < 8, f"took {elapsed:.1f} s to notice the closed pipe"
     doc, urls = recorded(out)
     assert doc["interrupted"] is True
     requested = {base_url.rstrip("/") + path for path in site.requests}
@@ -292,7 +294,7 @@ def test_ctrl_c_in_a_crawl_returns_the_partial_result(stage: ModuleType) -> None
         elapsed = time.monotonic() - started
         press.join()
     assert result.interrupted
-    assert elapsed < 5  # the whole crawl would take about 10 s
+    assert elapsed < 8  # the whole crawl takes about 10 s, its answers' latency, busy or not
     requested = {base_url.rstrip("/") + path for path in site.requests}
     assert requested <= result.urls
     interrupted = [f for f in result.fetches if f.error == "interrupted before the response"]
@@ -345,3 +347,23 @@ def test_a_second_ctrl_c_while_the_workers_clean_up_stops_the_crawl(
     assert result.interrupted
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
     assert [str(u.exc_value) for u in unraisable] == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="no SIGUSR1 on this system")
+def test_sigusr1_while_the_program_starts_is_taken_as_ctrl_c_is(tmp_path: Path) -> None:
+    """kill -USR1 asks for the task tree; sent while stage 3 still imports aiohttp, it must
+    not end the crawl by the signal's default action: it is taken over with Ctrl-C, first."""
+    argv = [sys.executable, "-m", "stage3_asyncio", "--site-pages", "3", "--ignore-robots", "-q"]
+    with (tmp_path / "stderr").open("w+") as stderr:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            assert ctrl_c_is_taken(proc, time.monotonic() + BOUND_S), "never started"
+            proc.send_signal(signal.SIGUSR1)  # at once: the imports have only begun
+            returncode = proc.wait(timeout=BOUND_S)
+        finally:
+            proc.kill()
+            proc.wait()
+        stderr.seek(0)
+        errors = stderr.read()
+    assert returncode == 0, errors
+    assert "--- tasks ---" in errors and "Traceback" not in errors

@@ -335,12 +335,16 @@ def test_each_line_of_the_documented_traces_is_one_the_trace_prints(package: str
 
 def test_stage_3s_trace_reads_as_the_page_says() -> None:
     text = read(SHOW)
-    assert "(`worker-0 work started`" in text and "(`work>fetch>request resumed`)" in text
+    said = ["`worker-0 work started`", "`work>fetch>request <- ClientResponse`"]
+    assert all(words in text for words in said) and "`raise CancelledError`" in text
+    assert "`work <- ('http://127.0.0.1:PORT/p/2', 10)`" in text
     done = run(["-m", "stage3_asyncio", *noxfile_list("demo")])
     assert done.returncode == 0, done.stderr
     printed = trace_steps(done.stderr)
     assert ("worker-0", "work started", "-") in printed
-    assert [s for s in printed if s[1] == "work>fetch>request resumed" and s[2] != "-"]
+    assert [s for s in printed if s[1] == "work>fetch>request <- ClientResponse" and s[2] != "-"]
+    assert [s for s in printed if s[1].startswith("work <- ('http") and s[2] == "-"]
+    assert [s for s in printed if s[1] == "work <- raise CancelledError"], printed
 
 
 def test_ctrl_c_lands_where_the_page_says() -> None:

@@ -248,3 +248,49 @@ def test_ci_runs_the_readmes_route_without_pipx_as_written() -> None:
     for name in READMES:  # and Windows has its block, the same three steps
         text = (ROOT / name).read_text(encoding="utf-8")
         assert "py -3 -m venv .venv\n.venv\\Scripts\\python -m pip install nox\n" in text
+
+
+def test_the_class_session_runs_pip_only_when_what_it_installs_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every class command requires the session `class`: nox reuses its venv, and pip runs
+    again only when pyproject.toml's lists (or --wheels) changed, so that a command starts
+    at once without the student knowing `nox -R`.  The noxfile is run on a stand-in for
+    nox (the suite does not install nox), its session given a stand-in venv."""
+    import types
+
+    fake = types.ModuleType("nox")
+    fake.options = types.SimpleNamespace()  # type: ignore[attr-defined]
+    fake.session = lambda *a, **k: lambda f: f  # type: ignore[attr-defined]
+    fake.Session = object  # type: ignore[attr-defined]
+    fake.project = types.SimpleNamespace(  # type: ignore[attr-defined]
+        load_toml=lambda path: tomllib.loads((ROOT / path).read_text(encoding="utf-8")),
+        dependency_groups=lambda doc, group: doc["dependency-groups"][group],
+    )
+    monkeypatch.setitem(sys.modules, "nox", fake)
+    monkeypatch.chdir(ROOT)
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", ROOT / "noxfile.py")
+    assert spec and spec.loader
+    noxfile = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(noxfile)
+    noxfile.CLASS_PYTHON = None  # as on a Python 3.11+
+    pip_runs: list[tuple[str, ...]] = []
+
+    class Session:
+        posargs: tuple[str, ...] = ()
+        virtualenv = types.SimpleNamespace(location=str(tmp_path))
+
+        def install(self, *args: str) -> None:
+            pip_runs.append(args)
+
+        def log(self, *args: object) -> None:
+            pass
+
+    noxfile.class_env(Session())
+    noxfile.class_env(Session())  # nothing changed: no pip run
+    assert len(pip_runs) == 1
+    assert any("aiohttp" in arg for arg in pip_runs[0])
+    groups = noxfile.PYPROJECT["dependency-groups"]
+    monkeypatch.setitem(groups, "check", [*groups["check"], "added-package>=1"])
+    noxfile.class_env(Session())  # a dependency added: pip runs again
+    assert len(pip_runs) == 2 and "added-package>=1" in pip_runs[1]

@@ -119,7 +119,8 @@ def test_the_recorder_keeps_the_trace_format(stage: ModuleType) -> None:
     """Its data and its --trace lines are two views of one set of steps."""
     echo = io.StringIO()
     recorder, _ = record(stage, echo)
-    lines = echo.getvalue().splitlines()
+    header, *lines = echo.getvalue().splitlines()
+    assert header.startswith(" seconds  ") and header.endswith(" url"), header
     assert all(LINE.match(line) for line in lines), lines
     assert len(lines) == len(recorder.steps)
     whats = [match["what"] for line in lines if (match := LINE.match(line))]

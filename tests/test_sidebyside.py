@@ -307,6 +307,33 @@ def test_long_lines_wrap_or_are_cut_short() -> None:
     assert "…" in cut and "…" not in wrapped
 
 
+LONG_LEFT = """def fetch(url):
+    response = self.session_of_this_crawl.connector_owner.transport_for_the_request_of(url)
+"""
+LONG_RIGHT = """def fetch(url):
+    response = yield from self.session_of_this_crawl.connector_owner.transport_for(url)
+"""
+
+
+@pytest.mark.parametrize("pair", [("stage1", "stage2"), ("stage2", "stage3"), "long"])
+def test_a_long_line_wraps_between_tokens_never_inside_a_name(
+    tmp_path: Path, pair: tuple[str, str] | str
+) -> None:
+    """At 80 columns, `nox -s diff` wraps a line too long for its column where a name ends
+    (a space, a dot, a bracket), not in the middle of an identifier."""
+    if pair == "long":
+        left, right = tmp_path / "left.py", tmp_path / "right.py"
+        left.write_text(LONG_LEFT, encoding="utf-8")
+        right.write_text(LONG_RIGHT, encoding="utf-8")
+        compared = compare(left, right)
+    else:
+        compared = view(*pair)
+    names = set(re.findall(r"\w+", render_text(compared, 400)))  # wide enough for any line
+    body = render_text(compared, 80).splitlines()
+    cut = {w for w in re.findall(r"\w+", "\n".join(body))} - names
+    assert not cut, sorted(cut)
+
+
 def columns(text: str) -> int:
     """The columns a terminal gives a text: an East Asian Wide character takes two."""
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

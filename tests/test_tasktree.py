@@ -37,6 +37,8 @@ TASK = re.compile(
 FRAME = re.compile(
     r"^(?P<indent>(?:[│ ]   )*)[├└]──  (?P<fn>\S+)\(\)  (?P<file>\S+):(?P<line>\d+)$"
 )
+# A run of a library's frames, folded as pstree folds identical threads: one line, a count.
+FOLDED = re.compile(r"^(?P<indent>(?:[│ ]   )*)[├└]──  \[(?P<count>\d+) frames of (?P<libs>.+)\]$")
 TASK_STAGES = [STAGES["stage2"], STAGES["stage3"]]
 
 
@@ -91,7 +93,7 @@ def parse(tree: str) -> dict[str, tuple[str | None, list[tuple[str, str, int]]]]
     tasks: dict[str, tuple[str | None, list[tuple[str, str, int]]]] = {}
     above: list[str] = []  # the task at each depth on the way to this line
     for line in tree.splitlines():
-        task, frame = TASK.match(line), FRAME.match(line)
+        task, frame = TASK.match(line), FRAME.match(line) or FOLDED.match(line)
         assert task or frame, f"neither a task nor a frame: {line!r}\n{tree}"
         depth = len((task or frame)["indent"]) // 4  # type: ignore[index]
         if task:
@@ -101,7 +103,10 @@ def parse(tree: str) -> dict[str, tuple[str | None, list[tuple[str, str, int]]]]
             above.append(task["name"])
         else:
             assert frame is not None and depth == len(above), f"misplaced: {line!r}\n{tree}"
-            tasks[above[-1]][1].append((frame["fn"], frame["file"], int(frame["line"])))
+            if "count" in frame.groupdict():  # folded: its libraries in the file's place
+                tasks[above[-1]][1].append(("[folded]", frame["libs"], int(frame["count"])))
+            else:
+                tasks[above[-1]][1].append((frame["fn"], frame["file"], int(frame["line"])))
     return tasks
 
 
@@ -157,6 +162,23 @@ def test_a_signal_prints_where_every_task_waits(
             assert proc.wait(timeout=BOUND_S) == status
     text = errors.read_text(encoding="utf-8")
     assert text.count(HEADER) == presses
+
+
+def test_library_frames_fold_into_one_line_saying_how_many(
+    silent_server: socket.socket, tmp_path: Path
+) -> None:
+    """Stage 3's robots.txt waits to read deep inside aiohttp: below each call
+    the crawl made (its first library frame, kept), the rest fold into one line that counts
+    them; the crawl's own frames stay one a line."""
+    with hanging_crawl(STAGES["stage3"], silent_server, tmp_path) as (proc, errors):
+        proc.send_signal(signal.SIGUSR1)
+        tasks = parse(tree_printed(errors, 1))
+    for name, (_, frames) in tasks.items():
+        library = [not file.startswith(("stage", "shared/")) for _, file, _ in frames]
+        assert not any(all(library[i : i + 3]) for i in range(len(library) - 2)), (name, frames)
+    *_, called, folded = tasks["robots.txt"][1]
+    assert called[1].startswith("aiohttp/") and folded[0] == "[folded]", tasks["robots.txt"]
+    assert folded[2] >= 2 and "aiohttp" in folded[1], folded
 
 
 def test_without_v_ctrl_c_prints_no_tree(silent_server: socket.socket, tmp_path: Path) -> None:

@@ -19,13 +19,18 @@ from shared.tools.instruments.trace import Tracer, summarize
 LINE = re.compile(r"^ *\d+\.\d{4}  (?P<who>\S.{15}) (?P<what>.+?) +(?P<url>http\S+|-)$")
 
 
+# " seconds  task             coroutines resumed <- value handed in        url"
+HEADER = re.compile(r"^ seconds  (socket or timer |task {12}) \S.{43} url$")
+
+
 def traced_steps(stage: ModuleType, capsys: pytest.CaptureFixture[str]) -> list[re.Match[str]]:
     """Crawl a 6-page site with two tasks and --trace; return each step's line, parsed."""
     site = Site(pages=6, traps=False)
     with serve(site) as base_url, watching(Tracer()):  # what --trace does
         result = stage.crawl([base_url], Options(max_tasks=2, ignore_robots=True))
     assert len(result.fetches) == 6
-    lines = capsys.readouterr().err.splitlines()
+    header, *lines = capsys.readouterr().err.splitlines()
+    assert HEADER.match(header), header
     matches = [LINE.match(line) for line in lines]
     assert all(matches), [line for line, m in zip(lines, matches, strict=True) if not m]
     return [m for m in matches if m]
@@ -52,6 +57,48 @@ def test_trace_shows_fetches_interleaving(
     assert interleaved, "no fetch was paused while another one ran"
 
 
+def test_the_header_names_the_columns_as_the_stage_fills_them(
+    stage: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Stage 1's steps are callbacks run for a socket or a timer; stages 2 and 3's are
+    chains of coroutines resumed by a task, handed a value."""
+    traced_steps(stage, capsys)  # checks that the header comes first, as a header
+    site = Site(pages=1, traps=False)
+    with serve(site) as base_url, watching(Tracer()):
+        stage.crawl([base_url], Options(ignore_robots=True))
+    header = capsys.readouterr().err.splitlines()[0]
+    if stage.__name__ == "stage1_callbacks":
+        assert "socket or timer" in header and "event -> callback" in header, header
+    else:
+        assert " task " in header and "<- value" in header, header
+
+
+def test_an_idle_worker_at_the_queue_shows_no_url(
+    stage: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A worker resumed at the queue's get (handed its next URL, or cancelled at the end)
+    is between two URLs: the one in its ``url`` variable is the last it fetched."""
+    if stage.__name__ == "stage1_callbacks":
+        pytest.skip("stage 1 has no workers: a callback runs for one Fetcher, one URL")
+    at_get = [
+        (m.group("what"), m.group("url"))
+        for m in traced_steps(stage, capsys)
+        if re.match(r"work(>get)? <- (\(|raise CancelledError)", m.group("what"))
+    ]
+    assert len(at_get) >= 2, "each worker is cancelled at get at the end"
+    assert all(url == "-" for _, url in at_get), at_get
+
+
+def test_stage3_each_step_says_what_it_was_handed(capsys: pytest.CaptureFixture[str]) -> None:
+    """As stage 2's ``<- bytes[3159]``: the response a request waited for, the URL a worker
+    took from the queue, the CancelledError that ends it; not a bare "resumed"."""
+    whats = [what for whats in stage3_steps(capsys).values() for what in whats]
+    assert [what for what in whats if what.startswith("work>fetch>request <- ClientResponse")]
+    assert [what for what in whats if what.startswith("work <- ('http")], whats
+    assert [what for what in whats if what == "work <- raise CancelledError"], whats
+    assert not [what for what in whats if what.endswith(" resumed")], whats
+
+
 def stage3_steps(capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:
     """Trace stage 3 on the 6-page site; return what each worker's steps ran, in order."""
     steps: dict[str, list[str]] = {}
@@ -70,7 +117,7 @@ def test_stage3_a_coroutine_just_called_is_not_resumed(
     nor does a chain that starts below ``work``, as a first call mistaken for a resumption.
     """
     for whats in stage3_steps(capsys).values():
-        resumed = [what for what in whats if what.endswith(" resumed")]
+        resumed = [what for what in whats if " <- " in what]
         assert resumed, whats
         assert all(what.startswith("work") for what in resumed), whats
         assert not [what for what in whats if "robots" in what], whats

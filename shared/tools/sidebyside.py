@@ -333,6 +333,23 @@ def summary(view: SideBySide, lang: str = "en") -> str:
 MIN_WIDTH = 40  # narrower, and no line of code is legible: a narrower width is taken as 40
 
 
+def break_at(text: str, fits: int) -> int:
+    """Where to wrap a line of which ``fits`` characters fit: at the last space, else where a
+    name ends (``self.`` | ``session``, ``get(`` | ``url``), never inside an identifier;
+    inside one only if it alone is wider than the column."""
+    start = len(text) - len(text.lstrip()) + 1  # past the indentation: no empty first row
+    space = text.rfind(" ", start, fits + 1)
+    if space > 0:
+        return space
+    word = re.compile(r"\w")
+    ends = [
+        k
+        for k in range(fits, start - 1, -1)
+        if not (word.match(text[k - 1]) and word.match(text[k]))
+    ]
+    return ends[0] if ends else fits
+
+
 def render_text(view: SideBySide, width: int, wrap: bool = True, lang: str = "en") -> str:
     """Two columns and a mark between them, no line longer than ``width``.
 
@@ -349,13 +366,14 @@ def render_text(view: SideBySide, width: int, wrap: bool = True, lang: str = "en
 
     def fit(text: str, code: bool = True) -> list[str]:  # by columns, not characters
         parts, hang = [], " " * min(len(text) - len(text.lstrip()) + 4, column // 2) * code
-        while cols(text) > column:  # break at the last space that fits, or cut short: "…"
+        while cols(text) > column:  # break at the last space or token end that fits, or "…"
             head = next(text[:k] for k in range(len(text), 0, -1) if cols(text[:k]) <= column)
             if code and not wrap:
                 return [head[:-1] + "…"]
-            space = text.rfind(" ", len(head) - len(head.lstrip()) + 1, len(head) + 1)
-            parts.append(text[: space if space > 0 else len(head)].rstrip())
-            text = hang + text[len(parts[-1]) :].lstrip()
+            parts.append(text[: break_at(text, len(head))].rstrip())
+            rest = text[len(parts[-1]) :].lstrip()
+            name = re.match(r"\w*", rest)  # a long name hangs less, to stay whole
+            text = hang[: max(0, column - cols(name[0] if name else ""))] + rest
         return [*parts, text]
 
     def cells(line: Line | None, indent: int) -> list[tuple[str, str]]:  # number, text

@@ -18,7 +18,9 @@ awaits, each task once.  Here, in the same shape, for stages 2 and 3 alike::
         ...
 
 Under each task ``(T)``, its chain of coroutines, outermost first, down to the line where
-the innermost is paused; then the tasks it awaits (``yield from task``, ``await task``, a
+the innermost is paused (below the call the crawl made into a library, the library's
+own frames fold into one line that counts them: ``[2 frames of aiohttp]``); then the tasks
+it awaits (``yield from task``, ``await task``, a
 ``gather()`` of tasks).  A task that no task awaits, a worker, hangs from the main task,
 the one running ``Crawler.crawl``: stage 3's is asyncio.Runner's, named ``Task-1`` or so by
 asyncio and ``crawl`` here, as in stage 2.  A task awaited by two appears once, under the
@@ -48,7 +50,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout: its files are named from here
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: its files are named from here
 
 #: One line of a call stack: where (``Crawler.work``), file, line (outermost first).
 StackEntry = tuple[str, str, int]
@@ -73,7 +75,10 @@ def render(node: Node, prefix: str = "", last: bool = True) -> list[str]:
         return [lines[0] + "  (shown above, under the task that awaits it first)"]
     for n, (where, filename, line) in enumerate(node.stack):
         glyph = "└── " if n == len(node.stack) - 1 and not node.awaits else "├── "
-        lines.append(f"{inner}{glyph} {where}()  {filename}:{line}")
+        if where == FOLDED:
+            lines.append(f"{inner}{glyph} [{line} frames of {filename}]")
+        else:
+            lines.append(f"{inner}{glyph} {where}()  {filename}:{line}")
     for n, child in enumerate(node.awaits):
         lines += render(child, inner, n == len(node.awaits) - 1)
     return lines
@@ -89,7 +94,8 @@ def shown_file(filename: str) -> str:
 
 
 def chain(coro: Any) -> list[StackEntry]:
-    """The frames of a paused ``await``/``yield from`` chain, outermost first."""
+    """The frames of a paused ``await``/``yield from`` chain, outermost first, a library's
+    run of frames folded (:func:`fold`)."""
     entries = []
     while coro is not None:
         frame: FrameType | None = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
@@ -98,7 +104,40 @@ def chain(coro: Any) -> list[StackEntry]:
         code = frame.f_code
         entries.append((code.co_qualname, shown_file(code.co_filename), frame.f_lineno))
         coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-    return entries
+    return fold(entries)
+
+
+def fold(entries: list[StackEntry]) -> list[StackEntry]:
+    """Fold each run of library frames below the call our code made into one entry.
+
+    A fetch waiting to read in stage 3 is ten frames deep in aiohttp and asyncio; the
+    reader wants the call the crawl made (``ClientSession._request``, kept) and how deep
+    the wait goes beneath it, as pstree prints ``4*[{thread}]`` for four alike: one line,
+    ``[9 frames of aiohttp, asyncio]``, whose libraries are in the file's place.
+    """
+    folded: list[StackEntry] = []
+    run: list[StackEntry] = []
+    for entry in [*entries, ("", "", 0)]:  # the last, empty, ends the last run
+        if entry[1] and not ours(entry[1]):
+            run.append(entry)
+            continue
+        if len(run) > 2:
+            libraries = ", ".join(sorted({file.partition("/")[0] for _, file, _ in run[1:]}))
+            run[1:] = [(FOLDED, libraries, len(run) - 1)]
+        folded += run
+        run = []
+        if entry[1]:
+            folded.append(entry)
+    return folded
+
+
+#: The name of a folded run's entry; its line number is how many frames it holds.
+FOLDED = "[folded]"
+
+
+def ours(shown: str) -> bool:
+    """Tell whether a file, as shown, is the repository's (not a library's)."""
+    return (ROOT / shown).is_file()
 
 
 def coroutine_of(task: Any) -> Any:

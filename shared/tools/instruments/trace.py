@@ -2,9 +2,10 @@
 
 Each line reads ``time  who  what  url``: when the step ran (seconds since the
 crawl began), who ran (a socket's file descriptor in stage 1, a task in stages 2 and
-3), what ran (the callback, or the chain of coroutines resumed) and for which URL.
-On a tiny site with ``--max-tasks 2`` the lines show fetches interleaving: one fetch
-pauses, another runs, the first resumes.
+3), what ran (the callback, or the chain of coroutines resumed and the value it was
+handed) and for which URL (``-``: none, as for a worker waiting at the queue for its
+next one).  A header line names the columns first.  On a tiny site with ``--max-tasks 2``
+the lines show fetches interleaving: one fetch pauses, another runs, the first resumes.
 
 The :class:`Tracer` is an observer (shared/observe.py): it hears stage 1's loop run each
 callback and stage 2's Tasks resume, and follows stage 3's coroutines itself.
@@ -50,19 +51,30 @@ def coroutine_chain(coro: Any) -> tuple[list[str], str | None]:
 
     Return the names of the functions on the way (outermost first) and the innermost
     ``url`` local variable found: the state a callback had to save by hand lives in
-    these frames.
+    these frames.  A frame paused at the queue's ``get`` is between two URLs: its ``url``
+    is the one it finished with, and an idle worker is shown with none.
     """
-    names: list[str] = []
-    url = None
+    frames = []
     while coro is not None:
         frame = getattr(coro, "gi_frame", None) or getattr(coro, "cr_frame", None)
         if frame is None:
             break
-        if frame.f_code.co_name != "__iter__":  # Future.__iter__ is plumbing, not a step
-            names.append(frame.f_code.co_name)
-        url = frame.f_locals.get("url", url)
+        frames.append(frame)
         coro = getattr(coro, "gi_yieldfrom", None) or getattr(coro, "cr_await", None)
-    return names, url
+    names = [f.f_code.co_name for f in frames if f.f_code.co_name != "__iter__"]  # plumbing
+    below = [f.f_code.co_name for f in frames[1:]] + [None]
+    return names, innermost_url(frames, below)
+
+
+def innermost_url(frames: list[FrameType], below: list[str | None]) -> str | None:
+    """The ``url`` of the innermost frame that has one, unless it waits at a queue's
+    ``get`` (``below``: the name of the function each frame waits in): an idle worker's
+    ``url`` is the last one it fetched."""
+    url = None
+    for frame, waits_in in zip(frames, below, strict=True):
+        if "url" in frame.f_locals:
+            url = None if waits_in == "get" else frame.f_locals["url"]
+    return url
 
 
 class Tracer(Observer):
@@ -81,8 +93,10 @@ class Tracer(Observer):
         self.following = contextlib.ExitStack()  # stage 3's coroutines, while it crawls
 
     def crawl_started(self, crawler: BaseCrawler) -> None:
-        """Start the clock; for a crawl on asyncio (``async def crawl``), follow its coroutines."""
+        """Start the clock and name the columns; for a crawl on asyncio (``async def
+        crawl``), follow its coroutines."""
         self.t0 = time.monotonic()
+        self.header(crawler.stage == "stage1_callbacks")
         # An `async def crawl` may run on stage 2's own loop too (the exercise s2-await):
         # there its Task tells resume() each step, and asyncio has no task to name.
         on_asyncio = crawler.stage != "stage2_generators"
@@ -94,19 +108,29 @@ class Tracer(Observer):
         """Stop following coroutines, if this crawl's were followed."""
         self.following.close()
 
+    def header(self, callbacks: bool) -> None:
+        """Print the line that names the columns: what a step is differs by stage."""
+        who, what = ("socket or timer", "event -> callback run") if callbacks else HEADER_TASKS
+        self.print_line(f"{'seconds':>8}  {who:<16} {what:<44} url")
+
+    def print_line(self, text: str) -> None:
+        """Print one line; raise PipeClosed, once, when the reader has gone."""
+        if self.closed:
+            return
+        try:
+            print(text, file=self.out)
+        except BrokenPipeError:
+            self.closed = True
+            elapsed = time.monotonic() - self.t0
+            raise PipeClosed(f"trace output closed at {elapsed:.4f} s") from None
+
     def line(self, who: str, what: str, url: str | None = None) -> None:
         """Print one step: who ran, what it ran, for which URL.
 
         Raises PipeClosed, once, when the reader has gone (``--trace 2>&1 | head``).
         """
-        if self.closed:
-            return
         elapsed = time.monotonic() - self.t0
-        try:
-            print(f"{elapsed:8.4f}  {who:<16} {what:<44} {url or '-'}", file=self.out)
-        except BrokenPipeError:
-            self.closed = True
-            raise PipeClosed(f"trace output closed at {elapsed:.4f} s") from None
+        self.print_line(f"{elapsed:8.4f}  {who:<16} {what:<44} {url or '-'}")
 
     def callback(self, callback: Callable[..., object], args: tuple[Any, ...]) -> None:
         """Stage 1: a callback runs; its object (a Fetcher) knows the URL."""
@@ -119,6 +143,11 @@ class Tracer(Observer):
         """Stage 2: a task resumes its coroutine with a value or an exception."""
         names, url = coroutine_chain(task._coro)
         self.line(task.name, f"{'>'.join(names)} <- {summarize(value)}", url)
+
+
+#: Stages 2 and 3: a task ran the chain of coroutines it resumed, handed a value
+#: (``<-``) by what it waited for; a task's first step starts its coroutine.
+HEADER_TASKS = ("task", "coroutines resumed <- value handed in")
 
 
 def callback_event(args: tuple[Any, ...]) -> tuple[str, str]:
@@ -169,6 +198,10 @@ class CoroutineSteps:
         self.filename = filename
         self.task_name = task_name
         self.chain: list[FrameType] = []
+        self.awaited: FrameType | None = None  # the library's coroutine resumed under chain
+        # An exception thrown into a task (cancel()) resumes the innermost coroutine first:
+        # what the library's raised, and its name, wait here for our chain to resume.
+        self.thrown: tuple[str, str] | None = None
 
     def ours(self, frame: FrameType | None) -> bool:
         """Tell whether a frame runs one of the coroutines this trace follows."""
@@ -183,26 +216,76 @@ class CoroutineSteps:
         for tracer in list(self.tracers):
             tracer.line(who, what, url)
 
-    def flush(self) -> None:
-        """The chain resumed in this step is complete: tell of it."""
+    def flush(self, handed: str | None = None) -> None:
+        """The chain resumed in this step is complete: tell of it, and of what it was
+        handed (``None``: a Future of asyncio's own, whose value no Python frame returns)."""
+        thrown, self.thrown = self.thrown, None
         if self.chain:
-            urls = [f.f_locals["url"] for f in self.chain if "url" in f.f_locals]
+            waits_in = self.awaited.f_code.co_name if self.awaited else None
+            if thrown and not self.awaited:
+                waits_in, handed = thrown[0], handed or thrown[1]
+            below = [f.f_code.co_name for f in self.chain[1:]] + [waits_in]
+            url = innermost_url(self.chain, below)
             names = ">".join(f.f_code.co_name for f in self.chain)
             self.chain.clear()  # first: if the line cannot be written, it is not tried again
-            self.tell(f"{names} resumed", urls[-1] if urls else None)
+            self.awaited = None
+            self.tell(f"{names} <- {handed}" if handed else f"{names} resumed", url)
 
     def __call__(self, frame: FrameType, event: str, arg: object) -> None:
-        """The profile function: called at each call and return, here for each call."""
+        """The profile function: called at each call and return of a Python frame."""
+        if event == "return":
+            if frame is self.awaited and not self.chain:  # thrown in: our chain resumes next
+                self.thrown, self.awaited = (frame.f_code.co_name, handed_back(frame, arg)), None
+            elif frame is self.awaited:  # what our innermost coroutine waited for hands back
+                self.flush(handed_back(frame, arg))
+            elif self.chain and frame is self.chain[-1]:  # it awaited a bare Future
+                self.flush()
+            return
         if event != "call":
             return
-        if self.ours(frame) and frame.f_lasti > first_resume(frame.f_code):
+        resumed = coroutine(frame) and frame.f_lasti > first_resume(frame.f_code)
+        if self.awaited is not None:
+            return  # inside the library's coroutines, until they hand back to ours
+        if self.ours(frame) and resumed:
             if not self.chain and coroutine(frame.f_back):
                 return  # resumed under a library's coroutine (aiohttp's, a middleware): told
             self.chain.append(frame)  # resumed where it paused: one more link of this step
             return
+        if (
+            resumed
+            and not self.ours(frame)
+            and (frame.f_back is self.chain[-1] if self.chain else self.ours(frame.f_back))
+        ):
+            self.awaited = frame  # a library coroutine one of ours awaits: its value comes
+            return
         self.flush()  # entered anything else: the chain resumed in this step is complete
         if self.ours(frame) and not coroutine(frame.f_back):  # a task's first step
             self.tell(f"{frame.f_code.co_name} started", frame.f_locals.get("url"))
+
+
+def handed_back(frame: FrameType, arg: object) -> str:
+    """What a library coroutine, leaving ``frame``, handed to the one of ours awaiting it.
+
+    The profile function hears a ``return`` when a coroutine returns, raises or pauses
+    again; the instruction it left at tells which.  A pause yields one of asyncio's Futures
+    (or nothing, asyncio.sleep(0)): it woke, found nothing to hand back, and waits again.
+    """
+    op = dis.opname[frame.f_code.co_code[frame.f_lasti]]
+    if op.startswith("RETURN_") and not is_future(arg):
+        return summarize(arg)
+    if op in ("YIELD_VALUE", "RESUME") or is_future(arg):  # 3.13 stops at the RESUME after it
+        return "(waits again)"
+    import asyncio  # a crawl on asyncio has it loaded
+
+    task = asyncio.current_task()
+    # A task being cancelled has CancelledError thrown in; the profile function is not told
+    # which exception any other raise is.
+    return "raise CancelledError" if task is not None and task.cancelling() else "raise"
+
+
+def is_future(value: object) -> bool:
+    """Tell whether a value is one of asyncio's Futures: what a paused coroutine yields."""
+    return callable(getattr(value, "add_done_callback", None)) and hasattr(value, "_loop")
 
 
 def coroutine(frame: FrameType | None) -> bool:

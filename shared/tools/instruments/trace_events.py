@@ -222,6 +222,9 @@ class TraceEvents(Tracer):
         self.context = (task, None)
         super().resume(task, value)
 
+    def header(self, callbacks: bool) -> None:
+        """No header: the steps go to a file of events, not to lines of text."""
+
     def line(self, who: str, what: str, url: str | None = None) -> None:
         """A step begins: close the previous one, end its actor's wait, open this one."""
         actor, kind = self.context

@@ -148,6 +148,11 @@ class Recorder(Tracer):
         self.crawler = crawler
         super().crawl_started(crawler)
 
+    def header(self, callbacks: bool) -> None:
+        """Name the columns only where the ``--trace`` lines are echoed."""
+        if self.echo:
+            super().header(callbacks)
+
     def actor(self, obj: object, name: str, url: str | None = None) -> int:
         """The index of ``obj``'s actor, made on first sight."""
         index = self._actor_ids.get(id(obj))
