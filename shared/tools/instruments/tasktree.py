@@ -87,9 +87,13 @@ def render(node: Node, prefix: str = "", last: bool = True) -> list[str]:
 def shown_file(filename: str) -> str:
     """A source file as the tree names it: from the checkout, else its folder and name
     (``asyncio/queues.py``, ``aiohttp/client.py``), not the whole path."""
-    path = Path(filename)
-    with contextlib.suppress(ValueError):
-        return path.resolve().relative_to(ROOT).as_posix()
+    path = Path(filename).resolve()
+    # An installed package is a library's, even in an environment inside the checkout
+    # (nox's .nox/, a .venv/), where the folder alone would call it ours.
+    installed = {"site-packages", "dist-packages"} & set(path.parts)
+    if not installed and not path.is_relative_to(Path(sys.base_prefix).resolve()):
+        with contextlib.suppress(ValueError):
+            return path.relative_to(ROOT).as_posix()
     return "/".join(path.parts[-2:])
 
 
