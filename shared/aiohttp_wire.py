@@ -13,6 +13,7 @@ same host: no new connect, no new TLS handshake.  Stages 1 and 2 open one per re
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from contextvars import ContextVar
 
@@ -21,7 +22,7 @@ from aiohttp.abc import ResolveResult
 
 from shared import USER_AGENT, observe
 from shared.httpwire import MAX_FIELD
-from shared.resolver import lookup, small_reads
+from shared.resolver import Answer, Destination, in_thread, lookup, settle, small_reads
 
 # Whether the request being sent went out on a connection taken from aiohttp's pool.  aiohttp
 # tells its trace configs (pool_trace) in the task that sends the request, and a ContextVar
@@ -74,12 +75,33 @@ async def stale_is_free(
 
 
 class FirstAddress(aiohttp.ThreadedResolver):
-    """Resolve as stages 1 and 2 do: shared/resolver.py's lookup, in a thread."""
+    """Resolve as stages 1 and 2 do: once per host per crawl, failures too, in a thread."""
 
-    # aiohttp's own would hand the connector every address, to try in turn (see REAL_WEB.md).
+    # aiohttp's own would hand the connector every address, to try in turn (see REAL_WEB.md),
+    # and would look a name up again after a failure, or after ten seconds.
+    def __init__(self) -> None:
+        """Start with no host looked up; one resolver serves one crawl's session."""
+        super().__init__()
+        self.looked_up: dict[tuple[str, int], asyncio.Future[Destination]] = {}
+
     async def resolve(self, host: str, port: int = 0, family: int = 0) -> list[ResolveResult]:
         """Only the first address of host; suspends: while DNS answers, in a thread."""
-        fam, (ip, *_) = await asyncio.to_thread(lookup, host, port)
+        if (host, port) not in self.looked_up:
+            loop = asyncio.get_running_loop()
+            found = self.looked_up[host, port] = loop.create_future()
+            # shared/resolver.py's daemon thread, not asyncio's pool (run_in_executor): a
+            # lookup that never ends holds neither a worker of the pool nor asyncio.run's
+            # end, which waits for the pool's threads.  call_soon_threadsafe wakes the loop
+            # through asyncio's own self-pipe, as the resolver's does stages 1 and 2's.
+            then = settle(found)
+
+            def hand_over(answer: Answer) -> None:  # runs in the lookup's thread
+                with contextlib.suppress(RuntimeError):  # the loop is closed: the crawl is over
+                    loop.call_soon_threadsafe(then, answer)
+
+            in_thread(lambda: lookup(host, port), hand_over)
+        # Shielded: a try that times out stops waiting, and the lookup goes on for the next.
+        fam, (ip, *_) = await asyncio.shield(self.looked_up[host, port])
         return [ResolveResult(hostname=host, host=ip, port=port, family=fam, proto=0, flags=0)]
 
 

@@ -200,9 +200,10 @@ class BaseCrawler:
 
     @cached_property
     def resolver(self) -> Resolver:
-        """Name resolution, once per host, for the hand-made stages 1 and 2.
+        """Name resolution for the hand-made stages 1 and 2: in threads, once per host.
 
-        Made on first use: stage 3 never asks, aiohttp resolves names for it.
+        Made on first use: stage 3 never asks, aiohttp resolves names for it.  The stage's
+        loop watches the resolver's self-pipe, and closes it at the end of the crawl.
         """
         return Resolver()
 

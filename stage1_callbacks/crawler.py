@@ -19,6 +19,7 @@ from selectors import EVENT_READ, EVENT_WRITE, SelectorKey
 from shared import interrupt
 from shared.crawling import LOGGER, BaseCrawler, CrawlResult, Options, Response, host_key
 from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
+from shared.resolver import Answer
 from shared.tls import WOULD_BLOCK, tls_socket
 from stage1_callbacks.loop import Callback, EventLoop, TimerHandle
 
@@ -60,20 +61,34 @@ class Fetcher:
         self.unsent = b""  # the part of the request the socket has not taken yet
 
     def start(self) -> None:
-        """Begin a try: open a non-blocking socket and start connecting."""
+        """Begin a try: look the host up, then (in :meth:`_on_resolved`) start connecting."""
         self.tries += 1
         self.parser = ResponseParser()  # a fresh try starts from nothing
         self.unsent = request_bytes(self.url)
         self.timer = self.loop.call_later(self.crawler.options.timeout, self._on_timeout)
+        # The continuation, once the name is known.  getaddrinfo blocks and has no file
+        # descriptor the loop could wait for, so the resolver asks it in a thread, once per
+        # host, and the loop calls us back when the answer is in (at once if it is known).
+        self.crawler.resolver.resolve(self.url, self._on_resolved)
+
+    def _on_resolved(self, answer: Answer) -> None:
+        """The host is looked up: open a non-blocking socket and start connecting."""
+        # A try waits for its name while its timeout runs and it has no socket yet.  Any
+        # other time the answer is late: its try ended (timed out, Ctrl-C) while DNS
+        # answered, and a new try asked again.  A callback must check; a Future is cancelled.
+        if self.sock is not None or self.timer is None or self.timer.callback != self._on_timeout:
+            return
         try:
-            family, sockaddr = self.crawler.resolver.resolve(self.url)
+            if isinstance(answer, OSError):
+                raise answer  # an unknown host (gaierror): a failed try, as a refusal is
+            family, sockaddr = answer
             self.sock = socket.socket(family, socket.SOCK_STREAM)
             self.sock.setblocking(False)
             # A non-blocking connect raises BlockingIOError (EINPROGRESS) when all is
             # well: the connection has begun and will finish while we do other things.
             with contextlib.suppress(BlockingIOError):
                 self.sock.connect(sockaddr)
-        except OSError as exc:  # refused at once, unknown host (gaierror), no file descriptors
+        except OSError as exc:  # refused at once, unknown host, no file descriptors
             self._fail(exc)
             return
         # The continuation: "writable" means the connection is made, or has failed.
@@ -206,9 +221,11 @@ class Crawler(BaseCrawler):
         self.parked: dict[str, list[tuple[str, int]]] = {}  # robots.txt URL -> pages waiting
         self.host_lines: dict[str, deque[tuple[str, int]]] = defaultdict(deque)  # host -> URLs
         self.interrupted = False
-        with interrupt.caught() as ctrl_c:
+        with interrupt.caught() as ctrl_c, self.resolver:  # the resolver's self-pipe closes after
             if ctrl_c:  # Ctrl-C wakes the loop through a socket; cancel() runs as a callback
                 self.loop.register(ctrl_c.reader, EVENT_READ, ctrl_c.on_press(self.cancel))
+            # The self-pipe: a lookup's thread wakes the loop through it with the answer.
+            self.loop.register(self.resolver.reader, EVENT_READ, self.resolver.on_readable)
             try:
                 self.work()
                 self.loop.run_until(lambda: not self.q and not self.fetchers)
@@ -218,6 +235,7 @@ class Crawler(BaseCrawler):
                     fetcher.close()
                 if ctrl_c:
                     self.loop.unregister(ctrl_c.reader)  # the loop leaves no socket behind
+                self.loop.unregister(self.resolver.reader)
                 self.loop.close()
 
     def work(self) -> None:

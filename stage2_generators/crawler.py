@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from shared import interrupt
 from shared.crawling import BaseCrawler, CrawlResult, Options, Response, host_key, on_exit
 from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
+from shared.resolver import Destination
 from shared.tls import tls_socket
-from stage2_generators.futures import CancelledError, Coroutine
+from stage2_generators.futures import CancelledError, Coroutine, Future
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
 from stage2_generators.sockets import sock_connect, sock_handshake, sock_recv, sock_sendall
@@ -107,7 +108,9 @@ class Crawler(BaseCrawler):
 
     def request(self, url: str) -> Coroutine[Response]:
         """GET a URL on a new connection and read the response, up to the size cap."""
-        family, sockaddr = self.resolver.resolve(url)
+        # getaddrinfo blocks: a thread asks it, once per host, and the loop settles a Future
+        # of ours with its answer when the thread hands it over (at once if the host is known).
+        family, sockaddr = yield from self.resolver.resolved(url, Future[Destination]())
         # The socket is a local variable: whatever happens at a yield from (an error, a
         # cancel when time is up), leaving this block closes it.  No state saved by hand.
         with socket.socket(family, socket.SOCK_STREAM) as plain:
@@ -130,8 +133,9 @@ def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` and return the result; Ctrl-C returns the partial result."""
     crawler = Crawler(roots, options)
     loop = EventLoop()
+    loop.add_reader(crawler.resolver.reader, crawler.resolver.on_readable)  # lookups' self-pipe
     main = Task(crawler.crawl(), name="crawl")
-    with interrupt.caught() as ctrl_c:
+    with interrupt.caught() as ctrl_c, crawler.resolver:  # the resolver's self-pipe closes after
         if ctrl_c:  # as asyncio.Runner does: Ctrl-C wakes the loop, which cancels the main task
             loop.add_reader(ctrl_c.reader, ctrl_c.on_press(main.cancel))
         try:

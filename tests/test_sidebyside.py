@@ -145,7 +145,8 @@ def lines_of(section: Section, name: str) -> set[int]:
 def test_the_callbacks_line_up_against_request_step_by_step() -> None:
     section = section_of(view("stage1", "stage2"), "Fetcher._on_readable")
     expected = {
-        "self.crawler.resolver.resolve(self.url)": "self.resolver.resolve(url)",
+        # Waiting for the name: a callback handed to the resolver, or a Future it settles.
+        "resolver.resolve(self.url, self._on_resolved)": "self.resolver.resolved(url, Future",
         "self.sock.setblocking(False)": "plain.setblocking(False)",
         "self.sock.connect(sockaddr)": "sock_connect(plain, sockaddr)",
         "self.sock.do_handshake()": "sock_handshake(sock)",

@@ -13,6 +13,7 @@ Where things are
 ``traps.py``         the traps, hostile pages and robots.txt files: **add a trap here**
 ``endless.py``       servers that never finish (floods, trickles), bounded by the site itself
 ``hostile_wire.py``  responses odd byte by byte, each beside its record (``wire=True``)
+``names.py``         host names whose DNS fails or never answers (``fake_names()``), counted
 ``site.py``          ``Site``: the generated pages, the observations the server makes, reset()
 ``oracle.py``        ``Expected`` and the walk behind ``Site.expected()``: the right answer
 ``server.py``        ``serve()``: answering each page (and each misbehaviour), counting requests

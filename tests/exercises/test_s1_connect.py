@@ -27,7 +27,7 @@ from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
-from shared.resolver import Resolver
+from shared.resolver import Answer, Resolver
 from shared.testsite import ServerTLS, Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 from shared.testsite.raw import closed_port_url, silent_server
@@ -234,8 +234,8 @@ def test_a_name_that_does_not_resolve_is_a_failed_try() -> None:
     """An OSError before the connect has begun ends the try at once, and is tried again."""
 
     class Unresolvable(Resolver):
-        def resolve(self, url: str) -> Any:
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        def resolve(self, url: str, then: Callable[[Answer], object]) -> None:
+            then(socket.gaierror(socket.EAI_NONAME, "Name or service not known"))
 
     url = "http://unknown.test/"
     crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=3))

@@ -27,9 +27,9 @@ from urllib.parse import urlsplit
 
 from shared import observe
 from shared.crawling import LOGGER, BaseCrawler, Options
-from shared.httpwire import ResponseParser, WireError, request_bytes
+from shared.httpwire import ResponseParser, WireError, address, request_bytes
 from shared.report import CrawlResult
-from shared.resolver import Resolver
+from shared.resolver import Destination, lookup
 from shared.responses import Response
 from shared.tools.cli import main
 from shared.tools.instruments.connections import tell_connected
@@ -50,7 +50,7 @@ class Crawler(BaseCrawler):
         """Run the worker threads until every queued URL is done, then stop them."""
         self.lock = threading.Lock()  # guards everything BaseCrawler keeps
         self.stopping = False  # set after Ctrl-C: workers then leave the crawler alone
-        self.resolver = Resolver()
+        self.addresses: dict[tuple[str, int], Destination] = {}  # (host, port) -> where
         self.robots_fetched: dict[str, threading.Event] = {}  # robots.txt URL -> set when in
         # None is the signal to stop: a worker blocked in get() cannot be cancelled.
         self.q: queue.Queue[tuple[str, int] | None] = queue.Queue()
@@ -144,10 +144,13 @@ class Crawler(BaseCrawler):
         stages: each blocking call may wait only for what is left of it.
         """
         deadline = time.monotonic() + self.options.timeout
-        # The resolver's cache is one dict, and the GIL makes each look-up and store
-        # atomic: two threads that miss at once both ask DNS and store the same answer.
-        # That harmless race is cheaper than a lock every fetch would queue up behind.
-        family, sockaddr = self.resolver.resolve(url)
+        # Each host is looked up once, in the thread that first needs it (it blocks only that
+        # thread: the others go on).  The cache is one dict, and the GIL makes each look-up
+        # and store atomic: two threads that miss at once both ask DNS and store the same
+        # answer.  That harmless race is cheaper than a lock every fetch would queue up behind.
+        if (host_port := address(url)) not in self.addresses:
+            self.addresses[host_port] = lookup(*host_port)  # blocks: until DNS answers
+        family, sockaddr = self.addresses[host_port]
         with socket.socket(family, socket.SOCK_STREAM) as sock:
             sock.settimeout(remaining(deadline))
             sock.connect(sockaddr)  # blocks: until connected
