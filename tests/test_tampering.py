@@ -298,6 +298,17 @@ BODIES = [
     ("get_running_loop().current_task().get_stack()", "`.get_stack`"),
     ("import socket", "an import"),
     ("from collections import _sys", "an import"),
+    # An attribute set in dead code opens nothing: only self's own are the body's.
+    (
+        "import collections\nif collections is None:\n    self._sys = None\ncollections._sys",
+        "`._sys`",
+    ),
+    (
+        "import collections\nmatch collections:\n    case object(_sys=found):\n        pass",
+        "`._sys`",
+    ),
+    # A local named like a module imports nothing: it is the student's.
+    ("queue = [fn]\nchunk = queue", None),
 ]
 
 
@@ -446,7 +457,8 @@ def test_no_folder_ends_or_stalls_the_class(
 ) -> None:
     exercise = catalog.named(NAME)
     made = {}
-    for who in ("catches", "deep", "latin1", "coding", "device", "language", "solved"):
+    traps = ("catches", "deep", "latin1", "coding", "device", "language", "fifo", "git")
+    for who in (*traps, "escape", "solved"):
         made[who] = tmp_path / who
         handout.make(exercise, made[who])
     assert main(["solve", NAME, "--in", str(made["solved"])]) == 0
@@ -465,6 +477,13 @@ def test_no_folder_ends_or_stalls_the_class(
     (made["device"] / FUTURES).symlink_to("/dev/zero")
     marker = made["language"] / ".exercise.json"
     marker.write_text(marker.read_text().replace('"lang": "en"', '"lang": "xx-YY"'))
+    (made["fifo"] / ".exercise.json").unlink()  # a marker that would block whoever reads it
+    os.mkfifo(made["fifo"] / ".exercise.json")
+    (made["git"] / "stage2_generators" / ".git").mkdir()  # copied with the package: no
+    (made["git"] / "stage2_generators" / ".git" / "zero").symlink_to("/dev/zero")
+    file = made["escape"] / FUTURES  # a comment that would erase the lines above it
+    erase = "        raise ValueError  # \x1b[8A\x1b[J honest work below\n"
+    file.write_text(put_bodies(file.read_text(), {"Future._finish": erase}))
     capsys.readouterr()
     table = tmp_path / "class.csv"
     argv = ["grade", NAME, *map(str, made.values()), "--csv", str(table), "--diff"]
@@ -479,8 +498,11 @@ def test_no_folder_ends_or_stalls_the_class(
     assert "declares the coding utf-7" in rows["coding"]["tampered"]
     assert "a link" in rows["device"]["tampered"]
     assert rows["language"]["tampered"] == rows["language"]["problem"] == ""
+    assert rows["fifo"]["problem"] == f"not a workspace of {NAME}"
+    assert "stage2_generators/.git/zero" in rows["git"]["tampered"]
     shown = capsys.readouterr().out  # --diff read every file it could, and said why not
     assert f"{made['device']}/{FUTURES}:Future._finish: cannot be read (a link)" in shown
+    assert "\x1b" not in shown and "\\x1b[8A" in shown  # shown, not obeyed
     # The body that catches its time limit is stopped at once, with a sentence, and the
     # check ends there rather than at the whole check's limit.
     result = checking.run_check(exercise, made["catches"], 2, 60, pristine=ROOT)
@@ -512,3 +534,29 @@ def test_a_refused_body_is_told_why_in_the_chapter_s_terms(body: str, words: str
     assert found and all(words in line for line in found), found
     [reason] = {task.reasons[0] for task in checking.not_judged([1, 2], found).tasks}
     assert reason.startswith("not judged: your file does more than the exercise allows")
+
+
+#: Bodies of s1-stack-ripping's Crawler.callback_failed, whose reference grants `getattr`
+#: and `__self__` (getattr(callback, "__self__", None)): granted in that form alone.
+GRANTED = [
+    ('owner = getattr(callback, "__self__", None)', None),
+    ('getattr(Crawler.crawl, "__glob" + "als__")', "`getattr` of a name"),
+    ('getattr(print.__self__, "__import__")', "`getattr` of a name"),
+    ("print.__self__.open", "`.open`"),
+]
+
+
+@pytest.mark.parametrize(("body", "words"), GRANTED, ids=[w or "fine" for _, w in GRANTED])
+def test_what_a_reference_grants_it_grants_in_its_own_form(body: str, words: str | None) -> None:
+    exercise = catalog.named("s1-stack-ripping")
+    known = studentfile.facts(exercise)
+    path = "stage1_callbacks/crawler.py"
+    entry = known["files"][path]
+    assert {"getattr", "__self__"} <= set(known["granted"])  # what makes this case
+    text = put_bodies(
+        (ROOT / path).read_text(encoding="utf-8"),
+        {"Crawler.callback_failed": f"        {body}\n        raise exc\n"},
+    )
+    theirs = [(label, digest) for label, digest in entry["outline"]]
+    found = studentfile.judge(path, text.encode(), entry["emptied"], theirs, set(known["granted"]))
+    assert (found == []) if words is None else any(words in line for line in found), found

@@ -327,7 +327,9 @@ def judging_tree(exercise: Exercise, workspace: Path, pristine: Path, into: Path
     ignore = shutil.ignore_patterns(*manifest.CACHES, "*.pyc")
     for package in PACKAGES:
         if (workspace / package).is_dir():
-            shutil.copytree(workspace / package, into / package, ignore=ignore)
+            # A link is copied as a link, never followed: what it names is not the
+            # student's (grade names every link as tampering before it gets here).
+            shutil.copytree(workspace / package, into / package, ignore=ignore, symlinks=True)
     for path in manifest.judging_files(exercise, pristine):
         (into / path).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(pristine / path, into / path)

@@ -100,7 +100,10 @@ def files_of(folder: Path) -> dict[str, str]:
     found = {}
     for top, folders, files in os.walk(folder, followlinks=False):
         here = Path(top)
-        folders[:] = sorted(f for f in folders if f not in LEFT_ALONE)
+        # A folder left alone is one at the top (a .venv, .git); deeper, only caches are:
+        # a .git inside a package would be copied into the check's tree, links and all.
+        skipped = LEFT_ALONE if here == folder else manifest.CACHES
+        folders[:] = sorted(f for f in folders if f not in skipped)
         for name in [*folders, *sorted(files)]:
             path = here / name
             relative = path.relative_to(folder).as_posix()
@@ -282,7 +285,13 @@ def bodies_diff(exercise: Exercise, given: Path, teacher: Teacher, shown: str = 
             name,
         )
         lines += list(diff)
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return CONTROL.sub(lambda found: f"\\x{ord(found[0]):02x}", text)
+
+
+#: Characters a terminal obeys rather than shows (an escape that moves the cursor up and
+#: erases the lines above could hide a body from the teacher): shown as \x1b and the like.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def table(exercise: Exercise, rows: list[Row]) -> str:

@@ -41,6 +41,22 @@ WATCHED = ("tests", TESTSITE)
 CACHES = ("__pycache__", ".pytest_cache")
 
 
+#: The most a marker or a manifest may hold: a few kilobytes are written; more is no ours.
+MAX_SMALL = 1024 * 1024
+
+
+def small_text(path: Path, limit: int = MAX_SMALL) -> str:
+    """The text of a small plain file; OSError for anything else (a pipe, a device, a link
+    to one, a file over ``limit`` bytes), which is never opened: a student's folder may
+    hold a trap where its marker or manifest should be."""
+    import stat
+
+    status = path.stat()  # a link to a plain file is followed (a workspace on Windows)
+    if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
+        raise OSError(f"{path.name}: not a small plain file")
+    return path.read_text(encoding="utf-8")
+
+
 def digest(data: bytes) -> str:
     """The SHA-256 of a file's bytes, its line ends made \\n first.
 
@@ -81,7 +97,7 @@ def write(folder: Path, files: Mapping[str, str], code: Mapping[str, Any] | None
 def read_code(folder: Path) -> Any:
     """What the manifest keeps for judging the student's own files, or None."""
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads(small_text(folder / MANIFEST))
     except (OSError, ValueError):
         return None
     return data.get("code") if isinstance(data, dict) else None
@@ -90,7 +106,7 @@ def read_code(folder: Path) -> Any:
 def read(folder: Path) -> dict[str, str] | None:
     """The manifest's digests by path, or None if there is no manifest that can be read."""
     try:
-        data = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads(small_text(folder / MANIFEST))
     except (OSError, ValueError):
         return None
     files = data.get("files") if isinstance(data, dict) else None

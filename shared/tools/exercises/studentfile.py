@@ -47,7 +47,6 @@ import builtins
 import copy
 import hashlib
 import re
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +73,10 @@ DENIED_ATTRIBUTES = MODULES | {
     *("modules", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame"),
     *("cr_frame", "ag_frame", "tb_frame", "tb_next", "gi_code", "cr_code", "ag_code"),
     *("format", "format_map", "mro", "get_stack", "print_stack", "__subclasses__"),
+    # The refused builtins as attributes too: the builtins module has them all, and a
+    # granted `__self__` reaches it from any builtin function (`print.__self__`).
+    *("breakpoint", "compile", "eval", "exec", "globals", "locals", "vars", "open"),
+    *("getattr", "setattr", "delattr", "input", "memoryview", "dir", "help"),
 }
 #: Builtins that turn a string into an attribute: accepted with a constant string only.
 NAME_BUILTINS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
@@ -181,9 +184,9 @@ def dunder(name: str) -> bool:
     return name.startswith("__") and name.endswith("__") and name not in HARMLESS
 
 
-def module_name(name: str) -> bool:
-    """Whether ``name`` is a module's: a fresh name of the body's may not hide one."""
-    return name in MODULES or name in sys.stdlib_module_names
+def on_self(node: ast.Attribute) -> bool:
+    """Whether an attribute is taken of ``self``, the object whose method the body is."""
+    return isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
 def canonical(node: object) -> str:
@@ -450,14 +453,19 @@ class Judge:
         self.vetted: set[int] = set()  # the `getattr` of a call found harmless, by id
         self.params: set[int] = set()  # the function's own parameters, by id
         self.local: set[str] = set()  # the names the body binds
-        self.stored: set[str] = set()  # the attributes the body sets: its own too
+        self.stored: set[str] = set()  # the attributes the body sets on self: its own too
         self.imported: frozenset[str] = frozenset()  # public names of PURE_MODULES imported
 
     def fresh(self, name: str) -> bool:
-        """Whether a body may bind ``name`` as its own (a local, or an attribute it sets)."""
+        """Whether a body may bind ``name`` as its own (a local, or an attribute of self).
+
+        Not a refused builtin, nor a module of MODULES or of the file's imports, nor a
+        dunder: a name that would hide one of those.  (A local named as any other module,
+        `queue` say, imports nothing: it is the student's.)
+        """
         if name in self.allowed:
             return True
-        refused = name in REFUSED_BUILTINS or name in NAME_BUILTINS or module_name(name)
+        refused = name in REFUSED_BUILTINS or name in NAME_BUILTINS or name in MODULES
         return not (refused or dunder(name) or name in self.module.modules)
 
     def attribute(self, name: str) -> bool:
@@ -467,7 +475,7 @@ class Judge:
         if name in DENIED_ATTRIBUTES or dunder(name):
             return False
         known = self.module.attributes | METHODS | self.imported | HARMLESS
-        return name in known or (name in self.stored and self.fresh(name))
+        return name in known
 
     def read(self, name: str) -> bool:
         """Whether a body may read the name ``name``."""
@@ -489,11 +497,10 @@ class Judge:
         imports = [n for n in every if isinstance(n, ast.Import | ast.ImportFrom)]
         self.local = {name for node in every for _, role, name in names_in(node) if role == BINDS}
         self.local |= {a.asname or a.name.partition(".")[0] for n in imports for a in n.names}
-        self.stored = {
-            n.attr
-            for n in every
-            if isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
-        }
+        # An attribute the body sets on self is its own, to read on self again: on any
+        # other object, a name set in dead code would open any attribute at all.
+        stores = [n for n in every if isinstance(n, ast.Attribute) and on_self(n)]
+        self.stored = {n.attr for n in stores if not isinstance(n.ctx, ast.Load)}
         modules = [a.name for n in imports if isinstance(n, ast.Import) for a in n.names]
         modules += [n.module for n in imports if isinstance(n, ast.ImportFrom) and n.module]
         self.imported = _public_names(m for m in modules if m.partition(".")[0] in PURE_MODULES)
@@ -521,7 +528,9 @@ class Judge:
             if binds or reads:
                 yield f"`{name}`"
             elif role == ATTRIBUTE and not self.attribute(name):
-                yield f"`.{name}`"
+                mine = isinstance(node, ast.Attribute) and on_self(node) and name in self.stored
+                if not (mine and self.fresh(name)):
+                    yield f"`.{name}`"
             elif role == KEYWORD and dunder(name):
                 yield f"`{name}=`"
             elif role == GLOBAL and f"global:{name}" not in self.allowed:
@@ -533,7 +542,9 @@ class Judge:
         """A call that turns a string into a name (NAME_BUILTINS), or `type` that makes a
         class: accepted only in the forms that do neither."""
         name = function.id
-        if name in NAME_BUILTINS and name not in self.allowed and name not in self.local:
+        # Granted or not, a name turned from a string is a constant one: a reference that
+        # uses getattr(x, "__self__") grants that, not getattr of anything built at run time.
+        if name in NAME_BUILTINS and name not in self.local:
             given = node.args[1] if len(node.args) > 1 else None
             if (
                 isinstance(given, ast.Constant)

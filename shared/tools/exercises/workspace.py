@@ -53,7 +53,7 @@ def default_workspace(name: str) -> Path:
 def read_marker(folder: Path) -> dict[str, Any] | None:
     """The marker of the workspace in ``folder``, or None if it is not a workspace."""
     try:
-        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        data = json.loads(manifest.small_text(folder / MARKER))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("exercise"), str) else None
