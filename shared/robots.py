@@ -3,34 +3,36 @@
 A site asks crawlers, in ``/robots.txt`` at the root of each origin (scheme, host and
 port), to stay out of some paths.  Each stage fetches that file with its own machinery
 before the first page of the origin and waits for it; everything else is decided here,
-once.  Protego, Scrapy's parser, reads the file as RFC 9309 says: the groups naming the
-same agent merged (2.2.1), ``*`` and a closing ``$`` in paths (2.2.3), and, of the
-rules that match a path, the longest one decides, an Allow winning a tie (2.2.2).
+once, as RFC 9309 reads the file: the groups naming our agent merged, or else those
+naming ``*`` (2.2.1); ``*`` and a closing ``$`` in paths (2.2.3); and, of the rules that
+match a path, the longest one decides, an Allow winning a tie (2.2.2).
+
+Why our own reader: RFC 9309's rules fit in a page (`read_group`, `Rule`), and a parser
+from the package index would bring the standard library's ``logging`` into stages 1 and
+2, and with it ``threading``, which their lesson does without.  The suite holds this
+reader to Protego, Scrapy's parser, on generated files (tests/test_shared.py).
 
 What a check costs
 ------------------
-Protego tries the rules of a group one after the other, so a check would cost
-O(rules in the file): 500 KiB of rules made every URL walk tens of thousands of them.
-So :class:`Rules` compiles the group once per origin into an index: each rule is filed
-under its *literal prefix*, the text before its first ``*`` (or its closing ``$``).
-A rule can only match a path that starts with its literal prefix, so a check looks up
-the path's own prefixes, one dict look-up for each length some literal prefix has (no
-more than the path is long), and matches only the rules filed there.  A check costs
-O(min(L, K) + R): L the path's length, K the number of distinct prefix lengths, R the
-rules whose literal prefix starts the path, tried longest first within each prefix.
-However many rules the file holds for *other* paths, a check never touches them.  The
-one shape it cannot make cheap is many rules sharing one literal prefix that starts
-every path (``Disallow: /*a1``, ``/*a2`` ...): each must be tried, as in every parser.
+A reader that tries every rule of the group for every URL costs O(rules in the file):
+500 KiB of rules made every URL walk tens of thousands of them.  So :class:`Rules` files
+each rule once, under its *literal prefix*, the text before its first ``*`` (or its
+closing ``$``).  A rule can only match a path that starts with its literal prefix, so a
+check looks up the path's own prefixes, one dict look-up for each length some literal
+prefix has (no more than the path is long), and matches only the rules filed there,
+each in time linear in the path (`Rule.matches` never backtracks).  A check costs
+O(min(L, K) + R * L): L the path's length, K the number of distinct prefix lengths, R
+the rules whose literal prefix starts the path.  However many rules the file holds for
+*other* paths, a check never touches them.  The one shape it cannot make cheap is many
+rules sharing one literal prefix that starts every path (``Disallow: /*a1``, ``/*a2``
+...): each must be tried, as in every parser.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
-
-from protego import Protego
-from protego._urlpattern import _URLPattern
-from protego._utils import _quote_path
 
 from shared import USER_AGENT
 from shared.log import Logger
@@ -55,26 +57,126 @@ def robots_url(url: str) -> str:
 MAX_ROBOTS = 500 * 1024
 
 
+#: Octets a path or a pattern keeps as they are; every other one is written %XX.
+UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+ESCAPE = re.compile(rb"%([0-9A-Fa-f]{2})")
+
+
+def one_spelling(text: str, kept: bytes) -> str:
+    """``text`` with its percent-encoding made one spelling (RFC 9309 2.2.2 compares octets).
+
+    Every escape is decoded but those of ``/`` and ``%`` (and in a pattern, ``*``), then
+    every octet but the unreserved ones and ``kept`` is escaped, in upper
+    case: ``/caf%c3%a9``, ``/café`` and ``/caf%C3%A9`` are one path.
+    """
+    raw = text.encode("utf-8", errors="replace")
+    out = []
+    at = 0
+    for found in ESCAPE.finditer(raw):
+        out.append(_escaped(raw[at : found.start()], kept))
+        octet = int(found[1], 16)
+        decoded = bytes([octet])
+        # "/" and "%" keep their escapes (decoded, they would change what the path says),
+        # and so does a pattern's "*" (decoded, it would become a wildcard).
+        stays = decoded in (b"/", b"%") or (decoded == b"*" and b"*" in kept)
+        out.append(b"%%%02X" % octet if stays else _escaped(decoded, kept))
+        at = found.end()
+    out.append(_escaped(raw[at:], kept))
+    return b"".join(out).decode("ascii")
+
+
+def _escaped(raw: bytes, kept: bytes) -> bytes:
+    return b"".join(bytes([o]) if o in UNRESERVED or o in kept else b"%%%02X" % o for o in raw)
+
+
+def path_of(url: str) -> str:
+    """The part of a URL the rules match: its path and query, in one spelling."""
+    parts = urlsplit(url.partition("#")[0])
+    path = parts.path + (f"?{parts.query}" if "?" in url.partition("#")[0] else "")
+    path = one_spelling(path, b"/%=")
+    return path if path.startswith("/") else f"/{path}"
+
+
 @dataclass(frozen=True)
 class Rule:
-    """One Allow or Disallow line of our group, as the parser reads it (percent-encoding
-    made one spelling), with the parser's own matcher for it."""
+    """One Allow or Disallow line of our group, its path in one spelling (`one_spelling`):
+    ``*`` matches any octets, a closing ``$`` the end of the path (RFC 9309 2.2.3)."""
 
     allow: bool
     pattern: str  # e.g. "/*.pdf$"
-    matcher: _URLPattern = field(compare=False)  # the parser's own, for .match(path)
+    parts: tuple[str, ...] = field(init=False, compare=False)  # the pattern split at each *
+
+    def __post_init__(self) -> None:
+        """Split the pattern once, for `matches`."""
+        body = self.pattern.removesuffix("$")
+        object.__setattr__(self, "parts", tuple(body.split("*")))
 
     def __str__(self) -> str:
         """The rule as a robots.txt line: ``Disallow: /*.pdf$``."""
         return f"{'Allow' if self.allow else 'Disallow'}: {self.pattern}"
 
     def matches(self, path: str) -> bool:
-        """Tell whether the rule matches a path (and query), quoted as the parser quotes it."""
-        return self.matcher.match(path)
+        """Tell whether the rule matches a path (`path_of`), in time linear in the path.
+
+        Between two ``*`` the text may be found anywhere after what came before it, so
+        taking the first place it is found never loses a match: no backtracking.
+        """
+        first, *middle = self.parts
+        if not path.startswith(first):
+            return False
+        at = len(first)
+        if not middle:  # no * at all: a prefix, or with $ the whole path
+            return at == len(path) or not self.pattern.endswith("$")
+        *middle, last = middle
+        for part in middle:
+            found = path.find(part, at)
+            if found < 0:
+                return False
+            at = found + len(part)
+        if self.pattern.endswith("$"):
+            return path.endswith(last) and len(path) - len(last) >= at
+        return path.find(last, at) >= 0
 
     def rank(self) -> tuple[int, bool]:
         """Longer wins (RFC 9309 2.2.2: the most octets); on a tie, Allow wins."""
         return len(self.pattern), self.allow
+
+
+def read_group(text: str, user_agent: str = USER_AGENT) -> list[Rule]:
+    """The rules of a robots.txt that apply to ``user_agent``, as RFC 9309 2.2.1 picks them.
+
+    A group is one or more ``User-agent`` lines and the rules after them.  The groups
+    naming our product token (``crawler500``, in any case) are merged; without one, the
+    groups naming ``*`` are; without those, no rule applies.  Other lines (a
+    ``Sitemap``, a ``Crawl-delay``, a line that reads as nothing) are ignored, and so is
+    a rule with an empty path.
+    """
+    token = user_agent.partition("/")[0].strip().lower()
+    groups: list[tuple[set[str], list[Rule]]] = []
+    in_agents = False
+    for line in text.splitlines():
+        key, colon, value = line.partition("#")[0].partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if not colon:
+            continue
+        if key == "user-agent":
+            if not in_agents:
+                groups.append((set(), []))
+            groups[-1][0].add(value.lower())
+            in_agents = True
+        elif key in ("allow", "disallow") and groups:
+            in_agents = False
+            if value:
+                anchor = "$" if value.endswith("$") else ""
+                pattern = one_spelling(value.removesuffix("$"), b"/%=*") + anchor
+                groups[-1][1].append(Rule(key == "allow", pattern))
+        elif groups:
+            in_agents = False
+    for wanted in (token, "*"):
+        merged = [rule for agents, rules in groups if wanted in agents for rule in rules]
+        if any(wanted in agents for agents, _ in groups):
+            return merged
+    return []
 
 
 def literal_prefix(pattern: str) -> str:
@@ -91,15 +193,9 @@ class Rules:
 
     def __init__(self, text: str = "", user_agent: str = USER_AGENT) -> None:
         """Read ``text`` (a robots.txt, already capped) and keep the group for ``user_agent``."""
-        # Protego picks the group (ours by name, else ``*``; groups of one name merged)
-        # but keeps its rules to itself: these names (and _quote_path, _URLPattern) are
-        # not its public API, which is why pyproject.toml holds it below its next minor
-        # version, and tests/test_shared.py fails first if they change.
-        group = Protego.parse(text)._get_matching_rule_set(user_agent) if text else None
         self.index: dict[str, list[Rule]] = {}
-        for rule in dict.fromkeys(group._rules if group is not None else ()):
-            found = Rule(rule.field == "allow", rule.value._pattern, rule.value)
-            self.index.setdefault(literal_prefix(found.pattern), []).append(found)
+        for rule in dict.fromkeys(read_group(text, user_agent) if text else ()):
+            self.index.setdefault(literal_prefix(rule.pattern), []).append(rule)
         for bucket in self.index.values():
             bucket.sort(key=Rule.rank, reverse=True)  # so the first match is the bucket's best
         self.lengths = sorted({len(prefix) for prefix in self.index})
@@ -108,7 +204,7 @@ class Rules:
 
     def decide(self, url: str) -> Rule | None:
         """Return the rule that decides for url (None: no rule matches, so it is allowed)."""
-        path = _quote_path(url)  # path and query, quoted as the patterns were
+        path = path_of(url)  # path and query, in the spelling of the patterns
         best: Rule | None = None
         for length in self.lengths:
             if length > len(path):

@@ -118,7 +118,8 @@ def as_a_new_process(cwd: Path, env: dict[str, str]) -> Iterator[None]:
     The objects already here are frozen meanwhile: the stage 2 tests' gc.collect()
     (tests/exercises/stage2_loop.py) then walks the check's objects, not the suite's.
     """
-    folders = tuple(f"{folder}{os.sep}" for folder in (ROOT / "tests", cwd))
+    # The check's scratch folder: its tree (the tests' copy) beside its empty working folder.
+    folders = tuple(f"{folder}{os.sep}" for folder in (ROOT / "tests", cwd.parent))
     kept = {name: m for name, m in sys.modules.items() if imported_here(name, m, folders)}
     environ, path, here = dict(os.environ), list(sys.path), os.getcwd()
     bytecode = sys.dont_write_bytecode

@@ -319,7 +319,7 @@ def test_a_handout_is_a_repository_for_students(
         assert (folder / path).is_file(), path
     # One requirements file, with everything the checks import, lxml among them.
     wanted = (folder / "requirements.txt").read_text(encoding="utf-8").split()
-    for package in ["aiohttp", "lxml", "protego", "pytest", "pytest-asyncio", "trustme"]:
+    for package in ["aiohttp", "lxml", "pytest", "pytest-asyncio", "trustme"]:
         assert any(re.match(rf"{package}\b(?![-\w])", line) for line in wanted), package
     # No command that cannot run there: no nox, and every module named is in the handout.
     for page in pages:

@@ -492,7 +492,7 @@ def test_only_a_complete_200_robots_txt_forbids_anything(
 def test_lines_the_stdlib_raised_on_are_read_around_and_a_parser_failure_allows_all(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """urllib.robotparser raised on these lines and kept nothing; Protego reads the rest."""
+    """urllib.robotparser raised on these lines and kept nothing; the rest is read now."""
     robots = Robots()
     body = "User-agent: *\nCrawl-delay: \u00b2\nDisallow: /private\nAllow: http://[::1\n"
     robots.learn("http://h/robots.txt", Response(200, body=body.encode()))
@@ -502,10 +502,10 @@ def test_lines_the_stdlib_raised_on_are_read_around_and_a_parser_failure_allows_
     robots.learn("http://a%5Bb/robots.txt", None)
     assert robots.allows("http://a%5Bb/x") and "http://a%5Bb/robots.txt" not in robots.unread
 
-    def broken(text: str) -> None:
+    def broken(text: str, user_agent: str = "") -> None:
         raise RecursionError("deep")
 
-    monkeypatch.setattr("shared.robots.Protego.parse", broken)
+    monkeypatch.setattr("shared.robots.read_group", broken)
     robots.learn("http://g/robots.txt", Response(200, body=b"User-agent: *\nDisallow: /"))
     assert robots.allows("http://g/x")
     assert robots.unread["http://g/robots.txt"] == "robots.txt not read: RecursionError: deep"
@@ -567,7 +567,7 @@ def test_only_the_first_500_kib_of_robots_txt_is_read() -> None:
 )
 @settings(max_examples=300, deadline=None)
 def test_the_index_decides_as_protego_itself(rules: list[tuple[bool, str]], path: str) -> None:
-    """The prefix index changes what a check costs, never what it answers."""
+    """Our reader and its prefix index answer as Protego, Scrapy's parser, answers."""
     text = "User-agent: *\n" + "".join(
         f"{'Allow' if allow else 'Disallow'}: {pattern}\n" for allow, pattern in rules
     )
@@ -920,10 +920,10 @@ def test_the_errors_the_crawler_words_itself_read_in_chinese_under_zh_cn(
     crawler.begin_robots("http://h/robots.txt")
     if how == "robots.txt":  # a parser that fails: the file is not read at all
 
-        def broken(text: str) -> None:
+        def broken(text: str, user_agent: str = "") -> None:
             raise ValueError("bad")
 
-        monkeypatch.setattr("shared.robots.Protego.parse", broken)
+        monkeypatch.setattr("shared.robots.read_group", broken)
     robots = "User-agent: *\nDisallow: /private\n"
     crawler.record_response("http://h/robots.txt", 10, page(robots, ctype="text/plain"), 1)
     assert crawler.begin("http://h/private") is (how == "robots.txt")  # forbidden if read
