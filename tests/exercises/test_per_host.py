@@ -10,11 +10,12 @@ at most; the records must be the site's oracle's, whatever the limit.
 from __future__ import annotations
 
 import importlib
+from collections import defaultdict, deque
 
 import pytest
 from reasons import reason
 
-from shared.crawling import Options
+from shared.crawling import Options, host_key
 from shared.testsite import Site, loopback_hosts, serve_hosts
 from shared.testsite.oracle import assert_matches_oracle, expected_fields, fields
 
@@ -43,6 +44,30 @@ def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, i
         assert not never or failed, reason("per-host.never-woken", count=len(never))
         assert_matches_oracle(result, expected)
     return site.max_in_flight_by_host
+
+
+@pytest.mark.task(taskno=1)
+def test_stage1_a_full_host_lines_urls_up_first_come_and_a_free_slot_wakes_one() -> None:
+    """Stage 1's line, without a crawl: a full host keeps its URLs in the order they came
+    and leaves the queue alone; a URL that finds room wakes the first in line, one only."""
+    crawler = importlib.import_module("stage1_callbacks.crawler").Crawler([], Options())
+    base, host = "http://127.0.0.1:9/", host_key("http://127.0.0.1:9/")
+    crawler.q, crawler.host_lines = deque(), defaultdict(deque)
+    crawler.host_load[host] = crawler.max_per_host  # the host is full
+    said = [crawler.host_slot(base + path, 10) for path in ("a", "b", "c")]
+    line = [url.removeprefix(base) for url, _ in crawler.host_lines[host]]
+    queue = [url.removeprefix(base) for url, _ in crawler.q]
+    assert said == [False] * 3 and line == ["a", "b", "c"] and not queue, reason(
+        "per-host.stage1-line", said=said, line=line, queue=queue
+    )
+    crawler.host_load[host] -= 1  # a fetch of the host ended: one slot is free
+    let_through = crawler.host_slot(base + "d", 10)
+    line = [url.removeprefix(base) for url, _ in crawler.host_lines[host]]
+    queue = [url.removeprefix(base) for url, _ in crawler.q]
+    assert let_through is True, reason("per-host.stage1-room")
+    assert queue == ["a"] and line == ["b", "c"], reason(
+        "per-host.stage1-wake-one", line=line, queue=queue
+    )
 
 
 @pytest.mark.parametrize("package", STAGES)

@@ -27,6 +27,8 @@ from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
+from shared.httpwire import ResponseParser, request_bytes
+from shared.report import FetchStatistic
 from shared.resolver import Answer, Resolver
 from shared.testsite import ServerTLS, Site, serve
 from shared.testsite.oracle import assert_matches_oracle
@@ -141,6 +143,17 @@ def no_errors(crawler: Harness) -> str:
     return reason("s1-connect.escaped", errors=repr(crawler.errors))
 
 
+def the_record(crawler: Harness, fetcher: Fetcher, limit: float = 3.0) -> FetchStatistic:
+    """The fetch's one record; fail saying why if the fetch made none within ``limit`` s."""
+    fetches = crawler.result().fetches
+    if not fetches and fetcher.tries == 0:
+        pytest.fail(reason("s1-connect.tries-never-counted", limit=limit))
+    if not fetches:
+        pytest.fail(reason("s1-connect.no-record", limit=limit, tries=fetcher.tries))
+    [stat] = fetches
+    return stat
+
+
 def spy(
     monkeypatch: pytest.MonkeyPatch, name: str, calls: list[str]
 ) -> Callable[[Fetcher, Any, int], None]:
@@ -153,6 +166,29 @@ def spy(
 
     monkeypatch.setattr(Fetcher, name, wrapper)
     return wrapper
+
+
+def spy_at_once(monkeypatch: pytest.MonkeyPatch, name: str) -> dict[str, bool]:
+    """Note, for each URL, whether Fetcher.<name> first ran inside _on_connected (True) or
+    on a later turn of the loop (False)."""
+    inside: set[str] = set()
+    first: dict[str, bool] = {}
+    connected, original = Fetcher._on_connected, getattr(Fetcher, name)
+
+    def on_connected(self: Fetcher, key: Any, mask: int) -> None:
+        inside.add(self.url)
+        try:
+            connected(self, key, mask)
+        finally:
+            inside.discard(self.url)
+
+    def wrapper(self: Fetcher, key: Any, mask: int) -> None:
+        first.setdefault(self.url, self.url in inside)
+        original(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_connected", on_connected)
+    monkeypatch.setattr(Fetcher, name, wrapper)
+    return first
 
 
 # --- Task 1: start() ------------------------------------------------------------------------
@@ -175,7 +211,7 @@ def test_start_returns_at_once_while_the_connection_is_still_being_made(
         assert not sock.getblocking(), reason("s1-connect.the-socket-must-be-non")
         crawler.run()
     assert not crawler.errors, reason("s1-connect.escaped", errors=repr(crawler.errors))
-    [stat] = crawler.result().fetches
+    stat = the_record(crawler, fetcher)
     # The connection was never made: only the try's timer could end it.
     assert stat.error is not None and stat.error.startswith("TimeoutError"), reason(
         "s1-connect.recorded-as", stat=stat
@@ -214,10 +250,12 @@ def test_each_try_has_its_own_socket_and_its_own_timer(blocking_calls_time_out: 
     with full_listener() as base:
         crawler = Harness(base, Options(ignore_robots=True, timeout=0.2, max_tries=3))
         crawler.fetch(base, crawler.max_redirect)
+        fetcher = crawler.fetchers[base]
         ended = crawler.run()
     assert not crawler.errors, reason("s1-connect.escaped", errors=repr(crawler.errors))
+    assert fetcher.tries > 0, reason("s1-connect.tries-never-counted", limit=3)
     assert ended, reason("s1-connect.no-try-ended-within-3")
-    [stat] = crawler.result().fetches
+    stat = the_record(crawler, fetcher)
     assert stat.error is not None and stat.error.startswith("TimeoutError"), reason(
         "s1-connect.recorded-as", stat=stat
     )
@@ -241,15 +279,68 @@ def test_a_name_that_does_not_resolve_is_a_failed_try() -> None:
     crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=3))
     crawler.resolver = Unresolvable()
     crawler.fetch(url, crawler.max_redirect)
+    fetcher = crawler.fetchers[url]
     crawler.run()
     assert not crawler.errors, reason(
         "s1-connect.an-oserror-in-start-is", value0=no_errors(crawler)
     )
-    [stat] = crawler.result().fetches
+    stat = the_record(crawler, fetcher)
     assert stat.error is not None and stat.error.startswith("gaierror"), reason(
-        "s1-connect.recorded-as", stat=stat
+        "s1-connect.resolve-error-lost", error=stat.error
     )
     assert stat.tries == 3, reason("s1-connect.each-of-the-3-tries", stat=stat)
+
+
+@pytest.mark.task(taskno=1)
+def test_a_connect_refused_at_once_is_a_failed_try_that_never_waits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Only BlockingIOError means "begun": any other OSError of connect() ends the try."""
+
+    class Missing(Resolver):  # a Unix socket's path that does not exist: refused at once
+        def resolve(self, url: str) -> Any:
+            return socket.AF_UNIX, "/nonexistent/crawler500/socket"
+
+    waited: list[str] = []
+    spy(monkeypatch, "_on_connected", waited)
+    url = "http://refused.test/"
+    crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=2))
+    crawler.resolver = Missing()
+    crawler.fetch(url, crawler.max_redirect)
+    fetcher = crawler.fetchers[url]
+    crawler.run()
+    assert not crawler.errors, reason("s1-connect.escaped", errors=repr(crawler.errors))
+    stat = the_record(crawler, fetcher)
+    assert not waited and stat.error and stat.error.startswith("FileNotFoundError"), reason(
+        "s1-connect.connect-error-lost", error=stat.error
+    )
+    assert stat.tries == 2, reason("s1-connect.each-of-the-3-tries", stat=stat)
+
+
+@pytest.mark.task(taskno=1)
+def test_each_try_starts_from_nothing_and_keeps_its_timer() -> None:
+    """A new parser, the whole request, one try more, and the timer's handle for close()."""
+    with silent_server() as base:
+        crawler = Harness(base, Options(ignore_robots=True, timeout=5, max_tries=3))
+        fetcher = crawler.add(base)
+        old = fetcher.parser = ResponseParser()
+        fetcher.tries, fetcher.unsent = 1, b"the end of the last try's request"
+        try:
+            fetcher.start()
+            timers = [
+                handle
+                for _, _, handle in crawler.loop._scheduled
+                if handle.callback == fetcher._on_timeout and not handle.cancelled()
+            ]
+            fresh = fetcher.parser is not old and fetcher.unsent == request_bytes(base)
+            assert fetcher.tries == 2, reason("s1-connect.start-counts-each-try-in")
+            assert fresh, reason("s1-connect.not-a-fresh-start")
+            assert timers and fetcher.timer is timers[0], reason("s1-connect.timer-not-kept")
+            fetcher.close()
+            assert timers[0].cancelled(), reason("s1-connect.timer-not-kept")
+        finally:
+            fetcher.close()
+            crawler.loop.close()
 
 
 # --- Task 2: _on_connected() --------------------------------------------------------------
@@ -269,7 +360,7 @@ def test_a_refused_connect_is_a_failed_try_and_sends_nothing(
     assert not sent, reason("s1-connect.refused-sent")
     assert stat.status is None and stat.tries == 2, reason("s1-connect.recorded-as", stat=stat)
     assert stat.error is not None and "ConnectionRefusedError" in stat.error, reason(
-        "s1-connect.recorded-as", stat=stat
+        "s1-connect.errno-unnamed", error=stat.error
     )
 
 
@@ -278,6 +369,7 @@ def test_a_connect_that_succeeds_goes_on_to_the_request(monkeypatch: pytest.Monk
     """A whole crawl over http: every record as the test site's oracle predicts it."""
     connected: list[str] = []
     spy(monkeypatch, "_on_connected", connected)
+    at_once = spy_at_once(monkeypatch, "_on_writable")
     site = Site(pages=8, traps=False)
     with serve(site) as base:
         result = stage1_callbacks.crawl([base], Options(ignore_robots=True))
@@ -285,6 +377,8 @@ def test_a_connect_that_succeeds_goes_on_to_the_request(monkeypatch: pytest.Monk
     assert sorted(connected) == sorted(result.urls), reason(
         "s1-connect.every-fetch-passed-through-on"
     )
+    later = sorted(url for url, now in at_once.items() if not now)
+    assert not later, reason("s1-connect.a-turn-for-nothing", step="_on_writable", urls=later)
 
 
 @pytest.mark.task(taskno=2)
@@ -292,11 +386,12 @@ def test_an_https_connect_goes_on_to_the_tls_handshake(
     monkeypatch: pytest.MonkeyPatch, test_ca: ServerTLS
 ) -> None:
     """Over https, the connected socket is wrapped in TLS and the handshake comes next."""
-    handshakes: list[str] = []
-    spy(monkeypatch, "_on_handshake", handshakes)
+    at_once = spy_at_once(monkeypatch, "_on_handshake")
     site = Site(pages=4, traps=False)
     with serve(site, tls=test_ca) as base:
         options = Options(cafile=test_ca.cafile, ignore_robots=True)
         result = stage1_callbacks.crawl([base], options)
-        assert set(handshakes) == result.urls, reason("s1-connect.an-https-fetch-did-not")
+        assert set(at_once) == result.urls, reason("s1-connect.an-https-fetch-did-not")
         assert_matches_oracle(result, site.expected(base, ignore_robots=True))
+    later = sorted(url for url, now in at_once.items() if not now)
+    assert not later, reason("s1-connect.a-turn-for-nothing", step="_on_handshake", urls=later)

@@ -304,6 +304,23 @@ def test_a_timer_that_raises_goes_to_the_handler_and_the_others_still_run(
     )
 
 
+@pytest.mark.task(taskno=2)
+@pytest.mark.usefixtures("nudge")
+def test_many_timers_due_together_run_earliest_first(
+    loop: EventLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight timers set out of order, all due in one turn: the heap gives them earliest first."""
+    clock = [1000.0]
+    monkeypatch.setattr(loop, "time", lambda: clock[0])
+    seen, record = recorder()
+    delays = [5, 3, 8, 1, 7, 2, 6, 4]
+    for delay in delays:
+        loop.call_later(delay, record, delay)
+    clock[0] += 10
+    loop.run_once()
+    assert seen == sorted(delays), reason("s1-loop.heap-order", seen=seen)
+
+
 # --- task 3: how long to wait, and when not to ------------------------------------------
 
 
@@ -389,3 +406,17 @@ def test_with_no_timer_select_waits_for_a_socket(
     took = timed_run_once(loop)
     assert seen == ["woken"], reason("s1-loop.run-once-returned-after-s-3", took=f"{took:.2f}")
     assert took >= 0.15, reason("s1-loop.run-once-returned-after-s-4", took=f"{took:.2f}")
+
+
+@pytest.mark.task(taskno=3)
+def test_a_timer_is_something_to_wait_for_even_with_no_socket(loop: EventLoop) -> None:
+    """No socket registered, one timer 0.1 s away (a --delay, a retry): sleep, then run it."""
+    seen, record = recorder()
+    loop.call_later(0.1, record, "due")
+    try:
+        took = timed_run_once(loop)
+    except NotImplementedError:
+        raise  # the work is still to do
+    except RuntimeError as exc:
+        pytest.fail(reason("s1-loop.a-timer-is-work", error=repr(exc)))
+    assert seen == ["due"], reason("s1-loop.run-once-returned-after-s", took=f"{took:.2f}")

@@ -12,15 +12,17 @@ sockets the tests control, and the test site of shared/testsite.py.
 
 from __future__ import annotations
 
+import socket
+import ssl
 import time
 from collections.abc import Callable
-from selectors import EVENT_READ
+from selectors import EVENT_READ, EVENT_WRITE
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 from reasons import reason
-from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, by_path, watch_crawls
+from stage1_harness import CRAWL_LIMIT_S, Harness, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
@@ -71,6 +73,56 @@ def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
 
 
 # --- Task 1: _on_writable ----------------------------------------------------------------
+
+
+class RefusingSocket(socket.socket):
+    """A real socket (the loop can watch it) whose send() raises ``error``."""
+
+    error: OSError
+
+    def send(self, data: Any, flags: int = 0) -> int:
+        raise self.error
+
+
+@pytest.mark.task(taskno=1)
+@pytest.mark.parametrize(
+    ("error", "waits"),
+    [
+        (BlockingIOError(11, "plain socket full"), True),
+        (ssl.SSLWantWriteError(3, "TLS socket full"), True),
+        (ConnectionResetError(104, "reset by the server"), False),
+    ],
+    ids=["blocking-io-error", "ssl-want-write-error", "connection-reset"],
+)
+def test_a_full_socket_waits_and_a_broken_one_fails_the_try(
+    monkeypatch: pytest.MonkeyPatch, error: OSError, waits: bool
+) -> None:
+    """ "Not now" (either kind of socket) keeps the try waiting; any other OSError ends it."""
+    failed: list[Exception] = []
+    monkeypatch.setattr(Fetcher, "_fail", lambda self, exc: failed.append(exc))
+    url = "http://127.0.0.1:9/"
+    crawler = Harness(url, NO_ROBOTS)
+    fetcher = crawler.fetchers[url] = Fetcher(crawler, url, 10)
+    left, right = socket.socketpair()
+    sock = RefusingSocket(left.family, left.type, fileno=left.detach())
+    sock.error = error
+    fetcher.sock, fetcher.unsent = sock, b"GET / HTTP/1.1\r\n\r\n"
+    try:
+        crawler.loop.register(sock, EVENT_WRITE, fetcher._on_writable)
+        fetcher._on_writable(crawler.loop.selector.get_key(sock), EVENT_WRITE)
+        key = crawler.loop.selector.get_map().get(sock.fileno())
+        waiting = key is not None and (key.events, key.data) == (EVENT_WRITE, fetcher._on_writable)
+        if waits:
+            assert not failed and waiting, reason(
+                "s1-read.full-is-not-failed", error=repr(error), failed=repr(failed)
+            )
+            assert fetcher.unsent == b"GET / HTTP/1.1\r\n\r\n", reason("s1-read.full-sent")
+        else:
+            assert failed == [error], reason("s1-read.send-error-lost", error=repr(error))
+    finally:
+        crawler.loop.close()
+        sock.close()
+        right.close()
 
 
 @pytest.mark.task(taskno=1)
@@ -185,6 +237,9 @@ def test_bytes_waiting_in_the_tls_buffer_are_read_without_waiting_for_the_socket
     started = time.monotonic()
     result = stage1_callbacks.crawl([lingering_tls_server], options)
     [stat] = result.fetches
+    assert not (stat.error or "").startswith(("SSLWantReadError", "SSLWantWriteError")), reason(
+        "s1-read.tls-not-now-failed", error=stat.error
+    )
     assert (stat.status, stat.size, stat.error) == (200, 5026, None), reason(
         "s1-read.the-tls-page-was-recorded", stat=stat
     )

@@ -23,6 +23,7 @@ from shared.report import CrawlResult
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 from shared.testsite.raw import closed_port_url
+from stage1_callbacks.crawler import Fetcher
 
 ROOT = "http://127.0.0.1:9/"  # never connected to: the Task 1 tests do not turn the loop
 
@@ -49,6 +50,16 @@ class Harness(stage1_harness.Harness):
 def queued(crawler: Harness) -> list[str]:
     """The URLs waiting in the crawler's queue, in order."""
     return [url for url, _ in crawler.q]
+
+
+def work(crawler: Harness) -> None:
+    """Call crawler.work(); a KeyError about a robots.txt fails the test saying why."""
+    try:
+        crawler.work()
+    except KeyError as exc:
+        if "robots.txt" not in str(exc):
+            raise
+        pytest.fail(reason("s1-work.begin-before-robots", error=repr(exc)))
 
 
 # --- no crawl hangs ------------------------------------------------------------------------
@@ -82,13 +93,13 @@ def test_work_starts_fetches_in_queue_order_up_to_max_tasks() -> None:
     urls = [f"{ROOT}p/{n}" for n in range(5)]
     crawler.q.extend((url, 10) for url in urls)
     try:
-        crawler.work()
+        work(crawler)
         assert list(crawler.fetchers) == urls[:3], reason("s1-work.the-first-three-taken-from")
         assert queued(crawler) == urls[3:], reason("s1-work.too-many", count=len(crawler.fetchers))
-        crawler.work()
+        work(crawler)
         assert list(crawler.fetchers) == urls[:3], reason("s1-work.no-room-so-nothing-more")
         crawler.end(urls[0])
-        crawler.work()
+        work(crawler)
         assert list(crawler.fetchers) == urls[1:4], reason("s1-work.when-a-fetch-ends-the")
         assert queued(crawler) == urls[4:], reason("s1-work.the-queue-should-hold-only")
         # Each URL was claimed with begin() before its fetch: it counts as in flight.
@@ -103,7 +114,7 @@ def test_work_keeps_the_redirects_left_with_each_url() -> None:
     crawler = Harness(Options(ignore_robots=True))
     crawler.q.extend([(ROOT, 10), (ROOT + "moved", 3)])
     try:
-        crawler.work()
+        work(crawler)
         redirects = {url: f.max_redirect for url, f in crawler.fetchers.items()}
         assert redirects == {ROOT: 10, ROOT + "moved": 3}, reason(
             "s1-work.the-fetches-got-each-url", redirects=redirects
@@ -119,7 +130,7 @@ def test_work_parks_pages_until_their_robots_txt_is_in() -> None:
     crawler.q.extend([(ROOT, 10), (ROOT + "a", 10)])
     robots = ROOT + "robots.txt"
     try:
-        crawler.work()
+        work(crawler)
         assert list(crawler.fetchers) == [robots], reason("s1-work.ask-self-robots-txt-url")
         assert crawler.parked == {robots: [(ROOT, 10), (ROOT + "a", 10)]}, reason(
             "s1-work.self-park"
@@ -136,7 +147,7 @@ def test_work_leaves_out_what_begin_refuses() -> None:
     crawler = Harness(Options(max_tasks=10, max_pages=2, ignore_robots=True))
     crawler.q.extend((f"{ROOT}p/{n}", 10) for n in range(4))
     try:
-        crawler.work()
+        work(crawler)
         assert list(crawler.fetchers) == [f"{ROOT}p/0", f"{ROOT}p/1"], reason(
             "s1-work.started-pages-are-parked-until", value1=list(crawler.fetchers)
         )
@@ -152,7 +163,7 @@ def test_a_url_whose_host_is_full_waits_in_line_and_work_goes_on() -> None:
     other = "http://127.0.0.2:9/"
     crawler.q.extend([(ROOT + "a", 10), (ROOT + "b", 10), (other, 10)])
     try:
-        crawler.work()
+        work(crawler)
         assert list(crawler.fetchers) == [ROOT + "a", other], reason(
             "s1-work.started-when-host-slot-says", value1=list(crawler.fetchers)
         )
@@ -229,3 +240,31 @@ def test_the_default_site_gives_the_oracles_records(default_site: tuple[Site, st
     site, base = default_site
     result = stage1_callbacks.crawl([base], Options())
     assert_matches_oracle(result, site.expected(base))
+
+
+@pytest.mark.task(taskno=2)
+def test_finished_puts_what_waited_longest_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """robots.txt ends: its host's next URL first, its parked pages in the order they came,
+    the queue as it was, the new links last; and then, once, work()."""
+    crawler = Harness(Options(max_tasks=5))
+    robots = ROOT + "robots.txt"
+    fetcher = crawler.fetchers[robots] = Fetcher(crawler, robots, 0)
+    crawler.parked[robots] = [(ROOT + "a", 10), (ROOT + "b", 10), (ROOT + "c", 10)]
+    crawler.host_lines[host_key(ROOT)].extend([(ROOT + "w1", 10), (ROOT + "w2", 10)])
+    crawler.q.append((ROOT + "older", 10))
+    worked: list[list[str]] = []
+    monkeypatch.setattr(crawler, "work", lambda: worked.append(queued(crawler)))
+    try:
+        crawler.finished(fetcher, [(ROOT + "link", 10)])
+    finally:
+        crawler.close_all()
+    expected = ["w1", "a", "b", "c", "older", "link"]
+    got = [url.removeprefix(ROOT) for url in queued(crawler)]
+    assert got == expected, reason("s1-work.finished-order", got=got, expected=expected)
+    assert robots not in crawler.fetchers and robots not in crawler.parked, reason(
+        "s1-work.finished-forgets"
+    )
+    assert [(url, n) for url, n in crawler.host_lines[host_key(ROOT)]] == [(ROOT + "w2", 10)], (
+        reason("s1-work.finished-order", got=got, expected=expected)
+    )
+    assert len(worked) == 1 and worked[0] == queued(crawler), reason("s1-work.never-next")
