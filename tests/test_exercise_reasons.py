@@ -33,12 +33,10 @@ COLUMNS = 60  # narrower than any screen: every one of these reasons has to wrap
 # (teachers/exercises/NAME.toml; each is checked to still hold the words its entry names).
 LONGEST = {
     "delay/stage2-sleep-without-yield-from": (
-        "AssertionError: the crawl missed 8 and added 0 of the site's pages "
-        "(http://127.0.0.1:46553/ failed with TypeError: 'NoneType' object is not iterable): "
-        "missing ['http://127.0.0.1:46553/p/1', 'http://127.0.0.1:46553/p/2', "
-        "'http://127.0.0.1:46553/p/3', 'http://127.0.0.1:46553/p/4', "
-        "'http://127.0.0.1:46553/p/5', 'http://127.0.0.1:46553/p/6', "
-        "'http://127.0.0.1:46553/p/7', 'http://127.0.0.1:46553/robots.txt'], extra []"
+        "AssertionError: polite(url) gave NoneType, not a coroutine: it must be one that the "
+        "worker's fetch waits on, pausing with yield from sleep(...) (stage 2) or await "
+        "asyncio.sleep(...) (stage 3); sleep(delay) called alone only makes a coroutine that "
+        "nobody runs"
     ),
     "s2-crawl/task-done-only-on-success": (
         "the queue's work never ended: a worker takes URL after URL, and each q.get() needs "

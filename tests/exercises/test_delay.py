@@ -4,19 +4,31 @@ Task N is stage N's `Crawler.polite`: a timer in stage 1, `yield from sleep(...)
 stage 2, `await asyncio.sleep(...)` in stage 3 (see shared/tools/exercises/delay/README.md).
 How long to wait is BaseCrawler.delay_before's answer, the same in every stage; each
 test asks the server when the requests came, or times a crawl whose every try fails.
+
+The contract (the README's "What your code must do"), a test for each promise:
+- requests to one host start at least --delay apart, tries again included (the server's
+  clock: test_the_server_sees_the_requests_start_delay_apart, test_a_try_again_...);
+- each request books one turn: delay_before is called once per request (same test);
+- without --delay nothing waits: stage 1's start is the loop's next step, and polite ends
+  at its first step in stages 2 and 3;
+- a start not yet due is the fetcher's timer: Ctrl-C (close()) cancels it (stage 1).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import inspect
 import itertools
 import socket
 import statistics
+from typing import Any
 
 import pytest
 from reasons import reason
+from stage1_harness import Harness
 
-from shared.crawling import Options
+from shared.crawling import BaseCrawler, Options
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 
@@ -36,10 +48,84 @@ SLACK = DELAY / 2
 SPAN_SLACK = DELAY
 
 
+def count_bookings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every URL delay_before is asked about from now on: each call books a turn of its host."""
+    booked: list[str] = []
+    book = BaseCrawler.delay_before
+
+    def counted(self: BaseCrawler, url: str) -> float:
+        booked.append(url)
+        return book(self, url)
+
+    monkeypatch.setattr(BaseCrawler, "delay_before", counted)
+    return booked
+
+
+def refused_root() -> str:
+    """The root URL of a port nothing listens on: every try is refused at once."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/"
+
+
 @pytest.mark.parametrize("package", STAGES)
-def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
-    """--delay 0.1 with four fetches allowed at once: still one start per 0.1 s."""
+def test_without_delay_polite_waits_for_nothing(package: str) -> None:
+    """No --delay: stage 1's start is the loop's next step; stages 2 and 3 pause nowhere."""
+    root = refused_root()
+    if package == "stage1_callbacks":
+        crawler = Harness(root, Options())
+        crawler.fetch(root, 0)  # polite(fetcher): the start goes to the loop
+        fetcher = crawler.fetchers[root]
+        assert fetcher.tries == 0, reason("delay.started-in-polite")
+        crawler.loop.run_once()  # the loop's next step runs it
+        fetcher.close()
+        crawler.loop.close()
+        assert fetcher.tries == 1, reason("delay.start-not-next", tries=fetcher.tries)
+        return
+    crawler = importlib.import_module(f"{package}.crawler").Crawler([root], Options())
+    coroutine: Any = crawler.polite(root)
+    assert inspect.isgenerator(coroutine) or inspect.iscoroutine(coroutine), reason(
+        "delay.polite-not-a-coroutine", got=type(coroutine).__name__
+    )
+    try:
+        paused_at = coroutine.send(None)  # the first step: a pause hands something out
+    except StopIteration:
+        return  # ended at once: no turn of the loop spent
+    except Exception as exc:  # stage 2's sleep needs a running loop: it was called
+        pytest.fail(reason("delay.slept-without-delay", error=repr(exc)))
+    finally:
+        coroutine.close()
+    pytest.fail(reason("delay.paused-without-delay", paused_at=repr(paused_at)))
+
+
+@pytest.mark.task(taskno=1)
+def test_stage1_ctrl_c_cancels_a_start_not_yet_due() -> None:
+    """Until its try starts, a Fetcher's timer is its start: close() (Ctrl-C) cancels it."""
+    root = refused_root()
+    crawler = Harness(root, Options(delay=DELAY))
+    crawler.delay_before(root)  # the host's turn is taken now: the next start is DELAY away
+    crawler.fetch(root, 0)
+    fetcher = crawler.fetchers[root]
+    assert fetcher.tries == 0, reason("delay.started-in-polite")
+    crawler.cancel()  # what Ctrl-C runs: every Fetcher in flight is closed
+    later: list[bool] = []
+    crawler.loop.call_later(2 * DELAY, later.append, True)
+    # A try that starts after the crawl forgot its Fetcher fails somehow: what counts is
+    # that it started.
+    with contextlib.suppress(Exception):
+        crawler.loop.run_until(lambda: bool(later))
+    fetcher.close()
+    crawler.loop.close()
+    assert fetcher.tries == 0, reason("delay.started-after-ctrl-c", tries=fetcher.tries)
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_the_server_sees_the_requests_start_delay_apart(
+    package: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--delay 0.1 with four fetches allowed at once: still one start per 0.1 s, one turn each."""
     crawl = importlib.import_module(package).crawl
+    booked = count_bookings(monkeypatch)
     site = Site(pages=8, traps=False)
     with serve(site) as base_url:
         result = crawl([base_url], Options(max_tasks=4, delay=DELAY))
@@ -56,15 +142,17 @@ def test_the_server_sees_the_requests_start_delay_apart(package: str) -> None:
     assert statistics.median(gaps) >= DELAY - SLACK, reason(
         "delay.the-requests-came-s-apart", value1=[round(g, 3) for g in gaps], value3=DELAY
     )
+    # The cost: a turn booked and not used still holds the host back (every wait doubles).
+    assert len(booked) == len(arrived), reason(
+        "delay.turns-booked", booked=len(booked), requests=len(arrived)
+    )
 
 
 @pytest.mark.parametrize("package", STAGES)
 def test_a_try_again_waits_its_turn_too(package: str) -> None:
     """Every try is a request: 3 tries of robots.txt, then 3 of the page, each 0.1 s apart."""
     crawl = importlib.import_module(package).crawl
-    with socket.socket() as probe:  # a port nothing listens on: every try is refused at once
-        probe.bind(("127.0.0.1", 0))
-        root = f"http://127.0.0.1:{probe.getsockname()[1]}/"
+    root = refused_root()
     result = crawl([root], Options(max_tries=3, delay=DELAY))
     tries = {stat.url: stat.tries for stat in result.fetches}
     assert tries == {root + "robots.txt": 3, root: 3}, reason(

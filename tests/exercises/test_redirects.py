@@ -212,6 +212,17 @@ def test_a_robots_txt_that_redirects_is_not_followed() -> None:
 
 
 @pytest.mark.task(taskno=2)
+def test_a_robots_txt_too_large_is_learned_as_unread() -> None:
+    """Whatever its response, a robots.txt recorded is known after: its pages wait no more."""
+    c = crawler(ignore_robots=False)
+    robots = ROOT + "robots.txt"
+    c.begin_robots(robots)
+    c.record_response(robots, 0, Response(200, {"content-type": "text/plain"}, too_large=True), 1)
+    waits_for = c.robots_txt(ROOT + "any/page")
+    assert waits_for is None, reason("redirects.too-large-robots-unlearned", robots=waits_for)
+
+
+@pytest.mark.task(taskno=2)
 def test_robots_txt_and_hostile_pages_give_the_oracles_records() -> None:
     """robots.txt rules, and a 20 MB body among the hostile pages."""
     site = Site(pages=12, traps=False, hostile=True, robots="rules")

@@ -106,6 +106,14 @@ def test_a_cancelled_getter_does_not_strand_an_item(loop: EventLoop) -> None:
 # --- Task 2: Queue.task_done --------------------------------------------------------------------
 
 
+def done(q: Queue[int]) -> None:
+    """q.task_done() for an item put and not yet done: a ValueError here is a wrong refusal."""
+    try:
+        q.task_done()
+    except ValueError as exc:
+        pytest.fail(reason("s2-queue.done-refused", error=repr(exc)))
+
+
 @pytest.mark.task(taskno=2)
 def test_task_done_counts_each_item_once(loop: EventLoop) -> None:
     """One task_done() per item put; one more is a bug, and says so with ValueError."""
@@ -116,9 +124,9 @@ def test_task_done_counts_each_item_once(loop: EventLoop) -> None:
     q.put_nowait(1)
     q.put_nowait(2)
     assert run(loop, q.get()) == 1, reason("s2-queue.first-item")
-    q.task_done()
+    done(q)
     assert run(loop, q.get()) == 2, reason("s2-queue.second-item")
-    q.task_done()
+    done(q)
     with raises(ValueError, too_many):
         q.task_done()
 
@@ -128,7 +136,7 @@ def test_the_count_follows_put_not_get(loop: EventLoop) -> None:
     """task_done() may run before get(): it counts items put and not yet done, not items held."""
     q: Queue[int] = Queue()
     q.put_nowait(1)
-    q.task_done()  # allowed: one item was put
+    done(q)  # allowed: one item was put
     with raises(ValueError, reason("s2-queue.too-many-done")):
         q.task_done()
     assert run(loop, q.get()) == 1, reason("s2-queue.item-stays")

@@ -3,6 +3,16 @@
 Task 1 is stage 3's `Crawler.request` as far as complete responses go, task 2 its size
 cap (see shared/tools/exercises/s3-request/README.md). The tests serve their own pages on
 127.0.0.1 from the test's event loop, and crawl the test site for its oracle.
+
+The contract (the README's "What your code must do"), a test for each promise:
+- a page, a redirect (not followed) and an error status come back as responses, header
+  names in lower case, the URL sent as given;
+- a network error raises, whether at the connect or in the middle of the body;
+- every response is released by request() itself, on every way out (`get` checks it
+  after each request: the test keeps each response alive, so no garbage collector
+  releases it in the code's place);
+- the body costs at most the cap: a declared length over it is not read at all, a body
+  of exactly the cap is kept, an endless one is cut off once it passes the cap.
 """
 
 from __future__ import annotations
@@ -10,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 import pytest
@@ -53,6 +63,10 @@ class Pages:
             return web.Response(body=b"x" * int(path.split("/")[2]), content_type="text/plain")
         if path == "/endless":  # chunked, no Content-Length, never ends on its own
             return await self.endless(request)
+        if path.startswith("/declared/"):  # /declared/N: N bytes declared, 10 sent, then none
+            return await self.stalled(request, int(path.split("/")[2]))
+        if path == "/cut":  # 1000 bytes declared, 10 sent, then the connection is closed
+            return await self.stalled(request, 1000, cut=True)
         return web.Response(body=request.raw_path.encode(), content_type="text/plain")
 
     async def endless(self, request: web.Request) -> web.StreamResponse:
@@ -66,6 +80,21 @@ class Pages:
                 await asyncio.sleep(0.001)
         except (ConnectionError, RuntimeError):  # the client closed the connection
             return response
+
+    async def stalled(
+        self, request: web.Request, declared: int, cut: bool = False
+    ) -> web.StreamResponse:
+        """Declare ``declared`` bytes, send 10, then wait for the client to go (or ``cut``)."""
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response.content_length = declared
+        await response.prepare(request)
+        await response.write(b"z" * 10)
+        transport = request.transport
+        if cut and transport is not None:
+            transport.close()
+        while transport is not None and not transport.is_closing():
+            await asyncio.sleep(0.01)
+        return response
 
 
 async def served(pages: Pages, body: Callable[[str], Awaitable[T]]) -> T:
@@ -82,23 +111,54 @@ async def served(pages: Pages, body: Callable[[str], Awaitable[T]]) -> T:
         await runner.cleanup()
 
 
-def get(*paths: str) -> tuple[list[Response], Pages]:
-    """Call Crawler.request for each path of a fresh tiny server, in a session as crawl's."""
+def kept(made: list[aiohttp.ClientResponse]) -> type[aiohttp.ClientResponse]:
+    """A response class whose every response the test holds: only the code releases it."""
+
+    class Kept(aiohttp.ClientResponse):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    return Kept
+
+
+def assert_released(made: list[aiohttp.ClientResponse], path: str) -> None:
+    """Every response request() was given is closed: its connection back to the pool."""
+    left = [response.status for response in made if not response.closed]
+    assert not left, reason("s3-request.not-released", path=path, count=len(left))
+
+
+def get(*paths: str, stalled: str = "s3-request.endless-body") -> tuple[list[Response], Pages]:
+    """Call Crawler.request for each path of a fresh tiny server, in a session as crawl's.
+
+    Each response must be released once request() returns.  If a request is still
+    reading after LIMIT_S, the test fails with the sentence ``stalled``.
+    """
     pages = Pages()
 
     async def requests(base_url: str) -> list[Response]:
         crawler = Crawler([base_url])
+        made: list[aiohttp.ClientResponse] = []
         async with aiohttp.ClientSession(
-            timeout=aiohttp.ClientTimeout(total=LIMIT_S), headers={"User-Agent": USER_AGENT}
+            timeout=aiohttp.ClientTimeout(total=LIMIT_S),
+            headers={"User-Agent": USER_AGENT},
+            response_class=kept(made),
         ) as crawler.session:
-            return [
-                await asyncio.wait_for(crawler.request(base_url + path), LIMIT_S) for path in paths
-            ]
+            responses = []
+            for path in paths:
+                try:
+                    responses.append(
+                        await asyncio.wait_for(crawler.request(base_url + path), LIMIT_S)
+                    )
+                except aiohttp.ClientResponseError as exc:  # raise_for_status, say
+                    pytest.fail(reason("s3-request.status-raised", status=exc.status, path=path))
+                assert_released(made, path)
+            return responses
 
     try:
         return asyncio.run(served(pages, requests)), pages
     except TimeoutError:
-        pytest.fail(reason("s3-request.endless-body", seconds=f"{LIMIT_S:g}"))
+        pytest.fail(reason(stalled, seconds=f"{LIMIT_S:g}"))
 
 
 # --- Task 1: a GET and its whole response ---------------------------------------------------------
@@ -175,6 +235,26 @@ def test_a_refused_connection_raises_for_fetch_to_retry() -> None:
 
 
 @pytest.mark.task(taskno=1)
+def test_a_body_cut_short_raises_and_its_response_is_released() -> None:
+    """The connection lost mid-body is a network error, not a short page: it raises, for
+    fetch to try again, and the response is released on that way out too."""
+    pages = Pages()
+
+    async def cut(base_url: str) -> None:
+        crawler = Crawler([base_url])
+        made: list[aiohttp.ClientResponse] = []
+        async with aiohttp.ClientSession(response_class=kept(made)) as crawler.session:
+            try:
+                response = await asyncio.wait_for(crawler.request(base_url + "cut"), LIMIT_S)
+            except aiohttp.ClientError:
+                assert_released(made, "cut")
+                return
+        pytest.fail(reason("s3-request.a-cut-body-must-raise", size=len(response.body)))
+
+    asyncio.run(served(pages, cut))
+
+
+@pytest.mark.task(taskno=1)
 def test_the_default_site_gives_the_oracles_pages_and_records(
     default_site: tuple[Site, str],
 ) -> None:
@@ -197,8 +277,9 @@ def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.task(taskno=2)
 @pytest.mark.usefixtures("small_cap")
 def test_a_body_declared_longer_than_the_cap_is_not_kept() -> None:
-    """Content-Length above the cap: too_large, an empty body, the status still there."""
-    (response,), _ = get(f"exact/{CAP + 1}")
+    """Content-Length above the cap: too_large, an empty body, the status still there, and
+    not a byte more read: the server sends 10 bytes of the body and waits."""
+    (response,), _ = get(f"declared/{CAP + 1}", stalled="s3-request.declared-body-read")
     assert response.status == 200, reason(
         "s3-request.the-status-is-not-200", value1=response.status
     )
