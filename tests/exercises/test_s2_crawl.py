@@ -65,7 +65,8 @@ def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
     try:
         run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.stuck)
     except Exception as error:  # crawl() waits for each worker: one that failed raises here
-        pytest.fail(crawler.news() or reason("s2-crawl.crawl-raised", error=error_text(error)))
+        why = crawler.news() or reason("s2-crawl.crawl-raised", error=error_text(error))
+        pytest.fail(why)
     return crawler.result()
 
 
