@@ -13,14 +13,14 @@ from typing import TypeVar
 
 import pytest
 from reasons import reason
-from stage2_loop import loop_fixture, run  # noqa: F401 (the fixture `loop`)
+from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
 from shared.crawling import Options
 from shared.report import CrawlResult
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
 from stage2_generators.crawler import Crawler
-from stage2_generators.futures import CancelledError, Coroutine
+from stage2_generators.futures import CancelledError, Coroutine, Future
 from stage2_generators.loop import EventLoop
 from stage2_generators.tasks import Task, sleep
 
@@ -34,6 +34,12 @@ class Watched(Crawler):
     def __init__(self, roots: list[str], options: Options | None = None) -> None:
         super().__init__(roots, options)
         self.worker_errors: list[Exception] = []
+        self.bugs: list[tuple[str, Exception]] = []  # what record_bug was given
+
+    def record_bug(self, url: str, exc: Exception) -> None:
+        """BaseCrawler.record_bug, watched."""
+        self.bugs.append((url, exc))
+        super().record_bug(url, exc)
 
     def work(self) -> Coroutine[None]:
         """Crawler.work, watched."""
@@ -47,8 +53,7 @@ class Watched(Crawler):
         """The first exception that ended a worker, as a cause of the failure ("" if none)."""
         if not self.worker_errors:
             return ""
-        error = self.worker_errors[0]
-        return reason("s2-crawl.worker-ended", error=f"{type(error).__name__}: {error}")
+        return reason("s2-crawl.worker-ended", error=error_text(self.worker_errors[0]))
 
     def stuck(self) -> str:
         """Why a crawl may never end, as a cause of the failure."""
@@ -57,8 +62,17 @@ class Watched(Crawler):
 
 def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
     """Run the crawler's crawl() on `loop` to its end and return its result."""
-    run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.stuck)
+    try:
+        run(loop, crawler.crawl(), limit=CRAWL_LIMIT_S, explain=crawler.stuck)
+    except Exception as error:  # crawl() waits for each worker: one that failed raises here
+        why = crawler.news() or reason("s2-crawl.crawl-raised", error=error_text(error))
+        pytest.fail(why)
     return crawler.result()
+
+
+def error_text(error: BaseException) -> str:
+    """An exception as a cause says it: its type, and its words if it has some."""
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
 
 
 SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers
@@ -67,7 +81,10 @@ NEVER_ENDED = reason("s2-crawl.never-returned")
 
 def crawl_stand_in(loop: EventLoop, crawler: Crawler) -> None:
     """Run a stand-in crawler's crawl(), saying what crawl() must do if it never ends."""
-    run(loop, crawler.crawl(), explain=lambda: NEVER_ENDED)
+    try:
+        run(loop, crawler.crawl(), explain=lambda: NEVER_ENDED)
+    except CancelledError:  # nobody cancels this crawl: the CancelledError came from within
+        pytest.fail(reason("s2-crawl.cancelled-from-within"))
 
 
 class StandIn(Crawler):
@@ -177,7 +194,10 @@ def test_the_default_site_gives_the_oracles_pages_and_records(
 ) -> None:
     """The whole crawl: every URL and every record as the test site's oracle says."""
     site, base_url = default_site
-    result = crawl(loop, Watched([base_url]))
+    crawler = Watched([base_url])
+    result = crawl(loop, crawler)
+    for url, exc in crawler.bugs[:1]:  # no page of this site makes the crawler fail
+        pytest.fail(reason("s2-crawl.a-page-raised", url=url, error=error_text(exc)))
     assert_matches_oracle(result, site.expected(base_url))
     requested = {base_url.rstrip("/") + path: n for path, n in site.requests.items()}
     assert requested == {url: exp.tries for url, exp in site.expected(base_url).items()}, reason(
@@ -226,3 +246,38 @@ def test_the_workers_fetch_side_by_side(loop: EventLoop) -> None:
             "s2-crawl.the-server-saw-requests-at", value1=site.max_in_flight
         )
     assert_matches_oracle(result, site.expected(base_url))
+
+
+class Interrupted(Watched):
+    """A crawler whose every fetch waits forever: only a cancel (Ctrl-C) can end it."""
+
+    def fetch(self, url: str, max_redirect: int) -> Coroutine[None]:
+        """A fetch in flight, until cancelled."""
+        yield from Future()
+
+
+@pytest.mark.task(taskno=2)
+def test_ctrl_c_during_a_fetch_stops_the_workers(loop: EventLoop) -> None:
+    """Ctrl-C cancels the crawl, which cancels its workers mid-fetch: each one ends, no page
+    is recorded as a bug, and crawl() ends cancelled (the partial result is kept)."""
+    roots = [f"http://host-{n}.invalid/" for n in range(3)]
+    crawler = Interrupted(roots, Options(max_tasks=3, ignore_robots=True))
+    main = Task(crawler.crawl())
+    loop.call_later(0.02, main.cancel)  # the workers are in their fetches by then
+    with raises(CancelledError, reason("s2-crawl.ctrl-c-not-a-cancel")):
+        run(loop, main, explain=lambda: reason("s2-crawl.cancel-caught"))
+    bugs = [fetch.url for fetch in crawler.result().fetches if fetch.error]
+    assert not bugs, reason("s2-crawl.cancel-recorded", urls=bugs)
+
+
+@pytest.mark.task(taskno=2)
+def test_robots_txt_takes_a_slot_of_its_host(loop: EventLoop) -> None:
+    """--max-per-host counts every request to a host, robots.txt too: two origins on one host
+    (two ports), one slot, and the server never sees two requests to that host at once."""
+    site = Site(pages=3, traps=False, latency=0.05)
+    with serve(site) as first, serve(site) as second:  # one host, 127.0.0.1, two origins
+        crawler = Watched([first, second], Options(max_tasks=4, max_per_host=1))
+        crawl(loop, crawler)
+    most = site.max_in_flight_by_host.get("127.0.0.1")
+    assert most == 1, reason("s2-crawl.host-over-its-slots", most=most)
+    assert site.requests["/robots.txt"] == 2, reason("s2-crawl.one-robots-per-origin")

@@ -9,9 +9,10 @@ drives it for a few seconds at most.
 from __future__ import annotations
 
 import contextlib
+import errno
 import socket
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from reasons import reason
@@ -74,35 +75,6 @@ def test_other_tasks_run_while_a_socket_waits(loop: EventLoop, pair: Pair) -> No
 
     assert run(loop, main()) == b"late", reason("s2-sockets.sock-recv-should-return-the-2")
     assert ticks == [0, 1, 2], reason("s2-sockets.the-ticker-ran-other-tasks", ticks=ticks)
-
-
-@pytest.mark.task(taskno=1)
-def test_sendall_and_recv_move_a_megabyte_in_both_directions_at_once(
-    loop: EventLoop, pair: Pair
-) -> None:
-    """More than the buffers hold: sends are partial and every wait goes round the loop."""
-    ours, theirs = pair
-    theirs.setblocking(False)
-    payload = bytes(range(256)) * 4096  # 1 MiB
-
-    def receive(sock: socket.socket) -> Coroutine[bytes]:
-        received = bytearray()
-        while len(received) < len(payload):
-            received += yield from sock_recv(sock, 65536)
-        return bytes(received)
-
-    def main() -> Coroutine[tuple[bytes, bytes]]:
-        tasks = [Task(sock_sendall(ours, payload)), Task(sock_sendall(theirs, payload))]
-        got = (yield from receive(theirs)), (yield from receive(ours))
-        for task in tasks:
-            yield from task
-        return got
-
-    assert run(loop, main()) == (payload, payload), reason("s2-sockets.both-sides-should-read-what")
-    for sock in pair:
-        assert loop.remove_reader(sock) is False and loop.remove_writer(sock) is False, reason(
-            "s2-sockets.the-socket-is-still-registered"
-        )
 
 
 @pytest.mark.task(taskno=1)
@@ -169,6 +141,89 @@ def test_a_wake_up_that_comes_after_a_cancel_consumes_nothing(loop: EventLoop, p
     assert ours.recv(100) == b"data", reason("s2-sockets.a-cancelled-wait-read-the")
 
 
+@pytest.mark.task(taskno=1)
+def test_sendall_and_recv_move_a_megabyte_in_both_directions_at_once(
+    loop: EventLoop, pair: Pair
+) -> None:
+    """More than the buffers hold: sends are partial and every wait goes round the loop."""
+    ours, theirs = pair
+    theirs.setblocking(False)
+    payload = bytes(range(256)) * 4096  # 1 MiB
+
+    def receive(sock: socket.socket) -> Coroutine[bytes]:
+        received = bytearray()
+        while len(received) < len(payload):
+            received += yield from sock_recv(sock, 65536)
+        return bytes(received)
+
+    def main() -> Coroutine[tuple[bytes, bytes]]:
+        tasks = [Task(sock_sendall(ours, payload)), Task(sock_sendall(theirs, payload))]
+        got = (yield from receive(theirs)), (yield from receive(ours))
+        for task in tasks:
+            yield from task
+        return got
+
+    assert run(loop, main()) == (payload, payload), reason("s2-sockets.both-sides-should-read-what")
+    for sock in pair:
+        assert loop.remove_reader(sock) is False and loop.remove_writer(sock) is False, reason(
+            "s2-sockets.the-socket-is-still-registered"
+        )
+
+
+def turns_until_done(loop: EventLoop, task: Task[Any], turns: int = 10) -> int:
+    """Run the loop turn by turn until ``task`` is done; the turns it took (``turns`` at most)."""
+    for turn in range(1, turns + 1):
+        loop.run_once()
+        if task.done():
+            return turn
+    return turns
+
+
+@pytest.mark.task(taskno=1)
+def test_a_bug_in_the_attempt_is_raised_in_the_coroutine(loop: EventLoop, pair: Pair) -> None:
+    """Not only OSError: any Exception of the call settles the future, and the socket is freed."""
+    ours, theirs = pair
+    theirs.send(b"x")  # readable at once: the attempt runs on one of the next turns
+
+    def attempt() -> bytes:
+        raise TypeError("a bug in the call: a str given to send()")
+
+    waiting = Task(_when_ready(ours, False, attempt))
+    turns_until_done(loop, waiting)
+    assert waiting.done(), reason("s2-sockets.bug-not-passed-on")
+    assert isinstance(waiting.exception(), TypeError), reason(
+        "s2-sockets.bug-not-passed-on-2", error=repr(waiting.exception())
+    )
+    assert loop.remove_reader(ours) is False, reason("s2-sockets.still-reading")
+
+
+@pytest.mark.task(taskno=1)
+def test_ctrl_c_in_the_attempt_stops_the_loop_in_that_turn(loop: EventLoop, pair: Pair) -> None:
+    """KeyboardInterrupt is no Exception: it leaves the socket's callback and the loop's turn
+    at once, and no future, no coroutine, no further turn of the loop sees it first."""
+    ours, theirs = pair
+    theirs.send(b"x")
+    turn = [0]
+    ran: list[int] = []
+
+    def attempt() -> bytes:
+        ran.append(turn[0])
+        raise KeyboardInterrupt
+
+    waiting = Task(_when_ready(ours, False, attempt))
+    stopped = None
+    for turn[0] in range(1, 11):
+        try:
+            loop.run_once()
+        except KeyboardInterrupt:
+            stopped = turn[0]
+            break
+    assert ran and stopped == ran[0], reason(
+        "s2-sockets.ctrl-c-stored", ran=ran[:1], stopped=stopped
+    )
+    waiting._coro.close()  # the coroutine's finally unregisters the socket
+
+
 # --- Task 2: sock_connect -----------------------------------------------------------------------
 
 
@@ -198,9 +253,62 @@ def test_a_refused_connect_raises_connection_refused(loop: EventLoop) -> None:
     """Writable means the handshake ended, not that it worked: the error comes from SO_ERROR."""
     with socket.socket() as sock:
         sock.setblocking(False)
-        with raises(ConnectionRefusedError, reason("s2-sockets.refused")):
-            run(loop, sock_connect(sock, ("127.0.0.1", closed_port())), explain=lambda: WRITABLE)
+        try:
+            with raises(ConnectionRefusedError, reason("s2-sockets.refused")):
+                run(
+                    loop, sock_connect(sock, ("127.0.0.1", closed_port())), explain=lambda: WRITABLE
+                )
+        except OSError as error:  # not ConnectionRefusedError, which `raises` took
+            pytest.fail(reason("s2-sockets.refused-as", error=f"{type(error).__name__}: {error}"))
         assert loop.remove_writer(sock) is False, reason("s2-sockets.still-writing")
+
+
+class Instant(socket.socket):
+    """A socket whose connect() ends at once, as a connect on the same machine may: it
+    returns (connected), or it raises the error it was made with."""
+
+    def __init__(self, error: OSError | None) -> None:
+        super().__init__()
+        self.setblocking(False)
+        self.error = error
+
+    def connect(self, address: object) -> None:
+        """Connect at once, or fail at once: no handshake to wait for."""
+        if self.error is not None:
+            raise self.error
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.parametrize(
+    "error",
+    [
+        None,
+        ConnectionRefusedError(errno.ECONNREFUSED, "refused at once"),
+        OSError(errno.ENETUNREACH, "no route"),
+    ],
+    ids=["connected", "refused", "unreachable"],
+)
+def test_a_connect_that_ends_at_once_costs_no_wait(loop: EventLoop, error: OSError | None) -> None:
+    """connect() returned or raised: sock_connect ends in its first step, without the loop.
+
+    Only BlockingIOError means "begun"; a return means connected, any other error is the
+    caller's. Waiting anyway costs a turn of the loop, and after an error SO_ERROR reads 0:
+    the socket would pass for connected.
+    """
+    with Instant(error) as sock:
+        coro = sock_connect(sock, ("127.0.0.1", 9))
+        try:
+            yielded = coro.send(None)
+        except StopIteration:
+            assert error is None, reason("s2-sockets.instant-error-lost", error=repr(error))
+            return
+        except OSError as raised:
+            assert raised is error, reason("s2-sockets.instant-wrong-error", raised=repr(raised))
+            return
+        finally:
+            coro.close()  # a coroutine that paused unregisters its socket in its finally
+        wanted = "instant-connect-waited" if error is None else "instant-error-lost"
+        pytest.fail(reason(f"s2-sockets.{wanted}", error=repr(error), yielded=repr(yielded)))
 
 
 @pytest.mark.task(taskno=2)
@@ -213,6 +321,8 @@ def test_many_connects_wait_side_by_side(loop: EventLoop) -> None:
             yield from sock_connect(sock, ("127.0.0.1", port))
         except ConnectionRefusedError:
             return "refused"
+        except OSError as error:
+            return f"{type(error).__name__}: {error}"
         return "connected"
 
     with contextlib.ExitStack() as stack:
@@ -227,6 +337,7 @@ def test_many_connects_wait_side_by_side(loop: EventLoop) -> None:
                 outcomes.append((yield from task))
             return outcomes
 
-        assert run(loop, main()) == ["connected", "refused"] * 10, reason(
-            "s2-sockets.connects-that-succeed-and-fail"
+        outcomes = run(loop, main())
+        assert outcomes == ["connected", "refused"] * 10, reason(
+            "s2-sockets.connects-that-succeed-and-fail", outcomes=sorted(set(outcomes))
         )

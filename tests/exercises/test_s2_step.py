@@ -131,6 +131,19 @@ def test_an_exception_settles_the_task_and_the_loop_goes_on(
 # --- Task 2: _wakeup, and the subscription in _step -----------------------------------------------
 
 
+def resumed(loop: EventLoop, coro: Coroutine[T]) -> T:
+    """Run a coroutine that waits for futures in a task; what it returned.
+
+    Its coroutine expects only the futures' values: an exception out of it (a future still
+    pending, something else than an exception thrown in) says the step resumed it too early
+    or with something else than the future's outcome.
+    """
+    try:
+        return run(loop, coro)
+    except Exception as error:
+        pytest.fail(reason("s2-step.resumed-wrongly", error=f"{type(error).__name__}: {error}"))
+
+
 @pytest.mark.task(taskno=2)
 def test_a_task_resumes_when_its_future_is_resolved(loop: EventLoop) -> None:
     """The task waits for the future its coroutine yielded, then resumes it with the value."""
@@ -141,7 +154,7 @@ def test_a_task_resumes_when_its_future_is_resolved(loop: EventLoop) -> None:
         value = yield from fut
         return value * 2
 
-    outcome = run(loop, doubler())
+    outcome = resumed(loop, doubler())
     assert outcome == 42, reason("s2-step.got-not-42-resume-the", outcome=repr(outcome))
 
 
@@ -160,7 +173,7 @@ def test_the_value_travels_down_the_yield_from_chain(loop: EventLoop) -> None:
     def outer() -> Coroutine[str]:
         return (yield from middle()).upper()
 
-    outcome = run(loop, outer())
+    outcome = resumed(loop, outer())
     assert outcome == "<CHUNK 1, CHUNK 2>", reason(
         "s2-step.got-a-value-was-lost", outcome=repr(outcome)
     )
@@ -180,7 +193,7 @@ def test_tasks_run_side_by_side_and_wait_for_each_other(loop: EventLoop) -> None
         slow, fast = Task(worker("slow", 0.03)), Task(worker("fast", 0.01))
         return [(yield from slow), (yield from fast)]
 
-    outcome = run(loop, main())
+    outcome = resumed(loop, main())
     assert outcome == ["SLOW", "FAST"], reason("s2-step.yield-from-task-gave-not", outcome=outcome)
     assert order == ["fast", "slow"], reason("s2-step.the-tasks-did-not-run")
 
@@ -193,7 +206,7 @@ def test_the_chapters_bare_yield_of_a_future_receives_its_value(loop: EventLoop)
         value = yield resolve_soon("sent in")
         return value  # type: ignore[no-any-return]
 
-    outcome = run(loop, early_style())
+    outcome = resumed(loop, early_style())
     assert outcome == "sent in", reason("s2-step.value-lost", outcome=repr(outcome))
 
 
@@ -405,6 +418,8 @@ def test_keyboard_interrupt_settles_the_task_and_stops_the_loop(loop: EventLoop)
     assert isinstance(task.exception(), KeyboardInterrupt), reason(
         "s2-step.the-task-should-hold-the-2"
     )
+    running, tasks._running[:] = list(tasks._running), []  # no test after this one inherits it
+    assert running == [], reason("s2-step.still-running-after-ctrl-c", running=running)
 
 
 class Listener(Observer):

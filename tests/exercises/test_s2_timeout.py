@@ -99,6 +99,8 @@ def test_a_task_cancelled_before_it_started_never_runs(loop: EventLoop) -> None:
     events: list[str] = []
     task = Task(guarded(events))
     assert task.cancel() is True, reason("s2-timeout.cancel-of-a-task-not")
+    loop.run_once()  # the first step: it must throw CancelledError in, not start the body
+    assert events == [], reason("s2-timeout.started-although-cancelled")
     with raises(CancelledError, reason("s2-timeout.the-cancelled-task-should-end")):
         run(loop, task)
     assert events == [] and task.cancelled(), reason("s2-timeout.a-task-cancelled-before-it")
@@ -222,10 +224,13 @@ def test_a_timeout_cancels_the_block_then_raises_timeout_error(loop: EventLoop) 
             yield from bounded(0.05, guarded(events))
         except TimeoutError:
             events.append("TimeoutError")
+        except CancelledError:
+            events.append("CancelledError")  # the wrong answer: the timeout is lost
 
     start = time.monotonic()
     run(loop, caller())
     elapsed = time.monotonic() - start
+    assert "CancelledError" not in events, reason("s2-timeout.timeout-came-out-as-cancel")
     assert events == ["sleeping", "finally", "TimeoutError"], reason(
         "s2-timeout.the-coroutine-did-the-timed", events=events
     )
@@ -361,3 +366,32 @@ def test_a_timer_that_fell_due_as_the_block_ended_cancels_nothing(loop: EventLoo
     task = Task(goes_on())
     loop.call_soon(fut.set_result, None)  # right after the task's first step, in its turn
     assert run(loop, task) == "went on", reason("s2-timeout.the-task-should-go-on")
+
+
+@pytest.mark.task(taskno=2)
+def test_an_outer_timeout_around_an_inner_one_that_fired_times_out_too(loop: EventLoop) -> None:
+    """The inner timeout fires and is caught inside the outer block, then the outer one fires:
+    each took its own request back, so each is a TimeoutError, and the task was never cancelled.
+    """
+
+    def nested() -> Coroutine[list[str]]:
+        outcomes = []
+        try:
+            with timeout(0.05):
+                try:
+                    yield from bounded(0.01, guarded([]))
+                except TimeoutError:
+                    outcomes.append("inner TimeoutError")
+                yield from guarded([])  # sleeps 10 s: the outer timeout ends it
+        except TimeoutError:
+            outcomes.append("outer TimeoutError")
+        except CancelledError:
+            outcomes.append("outer CancelledError")
+        return outcomes
+
+    task = Task(nested())
+    outcomes = run(loop, task)
+    assert outcomes == ["inner TimeoutError", "outer TimeoutError"], reason(
+        "s2-timeout.nested-timeouts", outcomes=outcomes
+    )
+    assert task.cancelling() == 0, reason("s2-timeout.requests-left", left=task.cancelling())
