@@ -1261,3 +1261,36 @@ def test_every_sentence_a_tool_says_has_its_chinese_and_no_other(
     assert not chinese.keys() - said, f"Chinese for nothing the tool says: {chinese.keys() - said}"
     blanks = [english for english in said if chinese[english].count("{") != english.count("{")]
     assert not blanks, f"a translation lacks a blank of its English: {blanks}"
+
+
+#: Words the glossary refuses in Chinese, each with the one it chose (shared/GLOSSARY.md),
+#: and the text a page may still hold them in (解决 for "fix", as in "what it solves").
+REFUSED_WORDS = {"跑出": "逃出", "讲义": "作业包", "解决": "了结"}
+STILL_FINE = ("解决了什么",)
+#: Chinese text written as UTF-8 and read back as Latin-1 (后续代码 as "åç»­ä»£ç "): two
+#: characters of the Latin-1 half that UTF-8's lead and continuation bytes become.
+MOJIBAKE = re.compile("[\u00c0-\u00ff][\u0080-\u00bf]")
+
+
+def test_no_page_holds_a_word_the_glossary_refuses_or_text_read_in_the_wrong_encoding() -> None:
+    files = subprocess.run(
+        ["git", "ls-files", "*.md", "*.toml", "*.py", "*.json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    found = []
+    for name in files:
+        if name == "shared/GLOSSARY.md" or name == "tests/test_readme.py":
+            continue  # where the refused words are named, as refused
+        text = (ROOT / name).read_text(encoding="utf-8")
+        for fine in STILL_FINE:
+            text = text.replace(fine, "")
+        found += [
+            f"{name}: {word} (say {better})"
+            for word, better in REFUSED_WORDS.items()
+            if word in text
+        ]
+        found += [f"{name}: {m[0]!r} (UTF-8 read as Latin-1?)" for m in MOJIBAKE.finditer(text)][:1]
+    assert not found, found
