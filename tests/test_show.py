@@ -14,6 +14,7 @@ missing browser fails them, so that CI proves the page.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import re
@@ -898,3 +899,72 @@ def test_the_task_tree_says_where_every_task_waits(driver: Any, tmp_path: Path) 
             for _, path, line in paused
             if path in source
         ), tree
+
+
+# ---- the lanes' names, the time axis, the words of the controls ------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_stage1_lanes_are_named_by_their_job(
+    driver: Any, pages: dict[str, Path], lang: str
+) -> None:
+    """Stage 1's lanes each hold one Fetcher after another, in one of --max-tasks slots: a
+    lane is named by that slot, not 'Fetcher' twice; stages 2 and 3 keep their tasks' names."""
+    data = open_page(driver, pages["all"], f"#lang={lang}")
+    shown = json.loads(
+        driver.execute_script("return document.getElementById('lanes').dataset.rows")
+    )
+    stage1 = [c["stage"] for c in data["crawls"]].index("stage1_callbacks")
+    rows = [data["crawls"][stage1]["strings"][r] for r in data["crawls"][stage1]["rows"]]
+    assert rows == ["Fetcher"] * len(rows) and len(rows) == 2, rows  # two in flight: two slots
+    slot = texts()[lang]["lane.fetcher"]
+    assert shown[stage1] == [slot.format(n=n) for n in range(1, len(rows) + 1)]
+    for index, crawl in enumerate(data["crawls"]):
+        if index != stage1:
+            assert shown[index] == [crawl["strings"][r] for r in crawl["rows"]]
+
+
+@pytest.mark.parametrize(
+    ("which", "fragment", "width"),
+    [
+        ("all", "#big", 1280),
+        ("stage2", "#big", 1280),
+        ("all", "", 800),
+        ("all", "", 1280),
+        ("stage2", "", 1920),
+    ],
+)
+def test_the_time_axis_has_ticks_at_every_width(
+    driver: Any, pages: dict[str, Path], which: str, fragment: str, width: int
+) -> None:
+    """At least three labelled ticks, none over another nor past the canvas: in #big at
+    1280x720 the lanes are half the screen, and the axis once showed '0.0 s' alone."""
+    metrics = {"width": width, "height": 720, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        open_page(driver, pages[which], fragment + ("&" if fragment else "#") + "lang=en")
+        found = driver.execute_script(
+            "const c = document.getElementById('lanes');"
+            "return [JSON.parse(c.dataset.ticks || '[]'), c.clientWidth];"
+        )
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    ticks, canvas = found
+    assert len(ticks) >= 3, ticks
+    assert re.fullmatch(r"0\.0+ s", ticks[0][0]), ticks  # the crawl's start, labelled
+    for (_, left, wide), (_, after, _) in itertools.pairwise(ticks):
+        assert left + wide < after, ticks
+    assert all(left + wide <= canvas for _, left, wide in ticks), (ticks, canvas)
+
+
+def test_the_fit_button_says_fit_in_the_glossary_s_word(
+    driver: Any, pages: dict[str, Path]
+) -> None:
+    """GLOSSARY.md gives 'all' and 'fit' a word each: the button that fits the crawl to the
+    lanes' width says the word for fit, not the one for all."""
+    glossary = (SHOW.parents[1] / "GLOSSARY.md").read_text(encoding="utf-8")
+    [row] = [line for line in glossary.splitlines() if line.startswith("| all; fit")]
+    every, fit = (word.strip() for word in row.split("|")[2].split("；"))
+    open_page(driver, pages["stage2"], "#lang=zh-CN")
+    button = driver.find_element("id", "zoom-fit").text
+    assert fit in button and every not in button, button
