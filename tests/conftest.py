@@ -167,6 +167,7 @@ def log_level_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts at the crawler's default log level, whatever a command line run
     in an earlier test set (shared/tools/cli.py's configure_logging sets it for the process)."""
     monkeypatch.setattr(log, "threshold", log.threshold)
+    monkeypatch.setattr(log, "language", log.language)  # and in the language it was
 
 
 @pytest.fixture
