@@ -36,6 +36,7 @@ from shared.tools.show.command import (
     crawl_arguments,
     main,
     merged_position,
+    picture_facts,
 )
 from shared.tools.show.page import LANGUAGES, crawl_data, interesting_step, texts, waits, write
 from shared.tools.show.record import KINDS, Recorder, recording
@@ -968,3 +969,79 @@ def test_the_fit_button_says_fit_in_the_glossary_s_word(
     open_page(driver, pages["stage2"], "#lang=zh-CN")
     button = driver.find_element("id", "zoom-fit").text
     assert fit in button and every not in button, button
+
+
+# ---- the committed pictures say what the command makes now ------------------------------
+
+#: Every committed screenshot of the page, each with its facts beside it (command.py writes
+#: them with the picture: the step, the counts, the line shown, how to make it again).
+PICTURES = sorted(SHOW.glob("screenshot*.png"))
+
+
+def facts_now(argv: list[str], step: int, tmp_path: Path) -> dict[str, Any]:
+    """The facts the command would state in a picture made now, without taking it."""
+    page = tmp_path / "page.html"
+    assert main([*argv, "--out", str(page), "--no-open", "-q"]) == 0
+    data = embedded(page)
+    return {"argv": argv, **picture_facts(data["crawls"], step or data["start"] + 1)}
+
+
+#: The facts a new crawl gives alike each time.  The merged step of `all` is not among them:
+#: the three crawls interleave on one time axis as their timings fall, so it moves by a few.
+STEADY = ("steps", "crawl", "crawl_step", "crawl_steps", "file", "line")
+
+
+@pytest.mark.parametrize("picture", PICTURES, ids=lambda p: p.name)
+def test_each_picture_states_what_the_command_makes_now(picture: Path, tmp_path: Path) -> None:
+    """Remake the page as the picture's facts say it was made, and compare what it states:
+    a picture of 65 steps at line 48 fails once the page has 57 and the line is 46."""
+    stated = json.loads(picture.with_suffix(".json").read_text(encoding="utf-8"))
+    argv, step = stated["argv"], 0
+    if "--step" in argv:
+        step = int(argv[argv.index("--step") + 1])
+    now = facts_now(argv, step, tmp_path)
+    if any(now[key] != stated[key] for key in STEADY):  # one crawl may be a slow machine's:
+        now = facts_now(argv, step, tmp_path)  # a drift shows twice
+    assert {key: now[key] for key in STEADY} == {key: stated[key] for key in STEADY}
+    assert stated["crawl_step"] <= stated["step"] <= stated["steps"]
+    assert picture.stat().st_size > 10_000, "a picture, not an empty file"
+
+
+def test_every_committed_picture_is_remade_by_a_command_and_held_by_a_test() -> None:
+    """The show page's screenshots have their facts (above); the bench's pictures are drawn
+    from its committed results (tests/test_bench.py), compare.svg by nox -s compare."""
+    import subprocess
+
+    from shared.tools.bench.compare import PICTURES as BENCH_PICTURES
+
+    listed = subprocess.run(
+        ["git", "ls-files", "*.png", "*.svg"], capture_output=True, text=True, check=True,
+        cwd=SHOW.parents[2],
+    ).stdout.split()  # fmt: skip
+    assert listed, "run from a git checkout"
+    for path in listed:
+        if path.startswith("shared/tools/show/"):
+            assert (SHOW.parents[2] / path).with_suffix(".json").is_file(), path
+        else:
+            assert path.startswith("shared/tools/bench/"), path
+            assert path.rsplit("/", 1)[1] in BENCH_PICTURES, path
+
+
+def test_the_show_pages_say_what_their_pictures_show() -> None:
+    """The sentence under the screenshots, in both languages, is the pictures' facts."""
+    big = json.loads((SHOW / "screenshot-big.json").read_text(encoding="utf-8"))
+    one = json.loads((SHOW / "screenshot.json").read_text(encoding="utf-8"))
+    file = one["file"].rsplit("/", 1)[1]
+    english = (SHOW / "README.md").read_text(encoding="utf-8")
+    chinese = (SHOW / "README.zh-CN.md").read_text(encoding="utf-8")
+    assert (
+        f"stage 2's step {one['crawl_step']} of {one['crawl_steps']}, at line {one['line']} of "
+        f"`{file}`" in " ".join(english.split())
+    )
+    assert f"the three crawls' {big['steps']} steps" in " ".join(english.split())
+    assert (
+        f"阶段 2 的第 {one['crawl_step']} 步（共 {one['crawl_steps']} 步），停在 `{file}` 的第 "
+        f"{one['line']} 行" in "".join(chinese.split("\n"))
+    )
+    assert f"三次爬取共 {big['steps']} 步" in "".join(chinese.split("\n"))
+    assert big["line"] == one["line"] and big["crawl_step"] == one["crawl_step"]
