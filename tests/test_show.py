@@ -1032,16 +1032,19 @@ def test_the_show_pages_say_what_their_pictures_show() -> None:
     big = json.loads((SHOW / "screenshot-big.json").read_text(encoding="utf-8"))
     one = json.loads((SHOW / "screenshot.json").read_text(encoding="utf-8"))
     file = one["file"].rsplit("/", 1)[1]
+    # The pages name the line by its code, not its number (tests/test_readme.py).
+    source = (SHOW.parents[2] / one["file"]).read_text(encoding="utf-8").splitlines()
+    code = source[one["line"] - 1].split("#")[0].strip()
     english = (SHOW / "README.md").read_text(encoding="utf-8")
     chinese = (SHOW / "README.zh-CN.md").read_text(encoding="utf-8")
     assert (
-        f"stage 2's step {one['crawl_step']} of {one['crawl_steps']}, at line {one['line']} of "
-        f"`{file}`" in " ".join(english.split())
+        f"stage 2's step {one['crawl_step']} of {one['crawl_steps']}, at `{code}` in `{file}`"
+        in " ".join(english.split())
     )
     assert f"the three crawls' {big['steps']} steps" in " ".join(english.split())
     assert (
-        f"阶段 2 的第 {one['crawl_step']} 步（共 {one['crawl_steps']} 步），停在 `{file}` 的第 "
-        f"{one['line']} 行" in "".join(chinese.split("\n"))
+        f"阶段 2 的第 {one['crawl_step']} 步（共 {one['crawl_steps']} 步），停在 `{file}` 的 "
+        f"`{code}`" in "".join(chinese.split("\n"))
     )
     assert f"三次爬取共 {big['steps']} 步" in "".join(chinese.split("\n"))
     assert big["line"] == one["line"] and big["crawl_step"] == one["crawl_step"]
