@@ -15,6 +15,10 @@ traceback of an exception.  That much fits here::
 The calls are those of ``logging.Logger``, so the crawler reads as any code that logs.  Stage 3's
 messages take this way too, so that all three stages print alike; asyncio and aiohttp,
 which do log with ``logging``, are configured in shared/tools/cli.py.
+
+A crawl run with ``--lang zh-CN``, or under a Chinese locale, prints its messages in
+Chinese, as it prints its report: each message's format has its Chinese in CHINESE (a test
+holds every format the crawler logs to it), the arguments, URLs and exceptions, as they are.
 """
 
 from __future__ import annotations
@@ -28,6 +32,24 @@ from dataclasses import dataclass
 #: The levels, numbered as ``logging`` numbers them.
 DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40
 LEVEL_NAMES = {DEBUG: "DEBUG", INFO: "INFO", WARNING: "WARNING", ERROR: "ERROR"}
+CHINESE_LEVEL_NAMES = {DEBUG: "调试", INFO: "信息", WARNING: "警告", ERROR: "错误"}
+
+#: Each format the crawler logs, in Chinese, its %-blanks in the same order.
+CHINESE = {
+    "while fetching %r": "抓取 %r 时出了异常",
+    "%r failed after %d tries: %s": "%r 尝试了 %d 次，失败：%s",
+    "exception in callback %r": "回调 %r 中出了异常",
+    "Exception in callback %r": "回调 %r 中出了异常",
+    "--insecure: TLS certificates are NOT verified; anyone between us and a"
+    " site can pretend to be it": "--insecure：TLS 证书不做验证；"
+    "我们和站点之间的任何人都能冒充这个站点",
+    "skipping %r: --max-pages reached": "跳过 %r：已达到 --max-pages",
+    "skipping %r: %s": "跳过 %r：%s",
+    "TLS handshake for %r done: %s, certificate %s": "%r 的 TLS 握手完成：%s，证书 %s",
+    "try %d for %r raised %s": "第 %d 次尝试 %r 时抛出了 %s",
+    "redirect to %r from %r": "重定向到 %r（来自 %r）",
+    "robots.txt %r: %s, %s": "robots.txt %r：%s，%s",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +63,13 @@ class Record:
 
     @property
     def level_name(self) -> str:
-        """The level's name, as printed: ``"WARNING"``."""
-        return LEVEL_NAMES[self.level]
+        """The level's name, as printed: ``"WARNING"`` (in Chinese, ``"警告"``)."""
+        return (CHINESE_LEVEL_NAMES if language == "zh-CN" else LEVEL_NAMES)[self.level]
 
     def __str__(self) -> str:
         """The record as printed: ``LEVEL name: message``, then the exception's traceback."""
-        text = f"{self.level_name} {self.name}: {self.message}"
+        colon = "：" if language == "zh-CN" else ": "
+        text = f"{self.level_name} {self.name}{colon}{self.message}"
         if self.exc is not None:
             text += "\n" + "".join(traceback.format_exception(self.exc)).rstrip("\n")
         return text
@@ -64,6 +87,8 @@ def write(record: Record) -> None:
 
 #: Records below this level are dropped before they are formatted: see set_level.
 threshold = WARNING
+#: The language messages are printed in: "en", or "zh-CN" (see set_language).
+language = "en"
 #: What is done with a record: printed.  A test may put another function here to keep them.
 handler: Callable[[Record], None] = write
 
@@ -72,6 +97,12 @@ def set_level(level: int) -> None:
     """Show the messages of ``level`` and above from now on (the command line's choice)."""
     global threshold
     threshold = level
+
+
+def set_language(lang: str) -> None:
+    """Print the messages in ``lang`` from now on (the command line's --lang, or the locale)."""
+    global language
+    language = lang
 
 
 class Logger:
@@ -90,6 +121,8 @@ class Logger:
         every URL costs a comparison, not a string, when nobody asked for -vv.
         """
         if level >= threshold:
+            if language == "zh-CN":
+                msg = CHINESE.get(msg, msg)
             handler(Record(level, self.name, msg % args if args else msg, exc_info))
 
     def debug(self, msg: str, *args: object, exc_info: BaseException | None = None) -> None:

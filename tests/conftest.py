@@ -61,9 +61,13 @@ def _selected(config: pytest.Config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize every test that takes ``stage`` over the selected stages."""
+    """Parametrize every test that takes ``stage`` over the selected stages, or over those
+    of them its ``stages`` marker names: a test about workers is not made for stage 1, rather
+    than made and skipped."""
     if "stage" in metafunc.fixturenames:
         names = _selected(metafunc.config)
+        if marker := metafunc.definition.get_closest_marker("stages"):
+            names = [name for name in names if name in marker.args]
         metafunc.parametrize("stage", names, ids=names, indirect=True)
 
 
@@ -163,6 +167,7 @@ def log_level_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test starts at the crawler's default log level, whatever a command line run
     in an earlier test set (shared/tools/cli.py's configure_logging sets it for the process)."""
     monkeypatch.setattr(log, "threshold", log.threshold)
+    monkeypatch.setattr(log, "language", log.language)  # and in the language it was
 
 
 @pytest.fixture

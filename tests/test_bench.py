@@ -299,6 +299,27 @@ def test_the_independent_harness_site_is_a_tree_and_every_crawler_fetches_all_of
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert all(len(seconds) == 1 for seconds in doc["seconds"].values())
     assert set(doc["pages_per_s"]) == {"stage3_asyncio", "threads"}
+    # Stage 3's race target is against the plain aiohttp session, its library's floor.
+    [stage3], [plain] = doc["seconds"]["race stage3_asyncio"], doc["seconds"]["race plain aiohttp"]
+    assert doc["over_aiohttp"] == pytest.approx(stage3 / plain, abs=1e-3)
+
+
+def test_the_race_marks_stages_1_and_2_against_the_site_s_floor_and_not_stage_3() -> None:
+    """Stages 1 and 2 race within 1.5x of the site's floor; stage 3's target is against a
+    plain aiohttp session, which the benchmark does not race: its cell has no mark."""
+    doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
+    part = doc["S3"]["10000"]["results"]
+    floor = race_floor(doc["S3"]["delay"], 10_000, doc["S0"]["close"]["median"])
+    for name, over in [("stage1_callbacks", 1.45), ("stage2_generators", 1.55)]:
+        part[name]["seconds"] = [floor * over]
+    part["stage3_asyncio"]["seconds"] = [floor * 1.1]
+    [row] = [
+        line
+        for line in markdown(doc).splitlines()
+        if line.startswith("| S3 seconds / the race") and "10,000" in line
+    ]
+    assert row.split(" | ")[1:4] == ["1.45x ✓", "1.55x ✗", "1.10x"], row
+    assert "stage 3 within 1.2x of the floor its library sets" in markdown(doc)
 
 
 def test_page_set_difference() -> None:

@@ -284,7 +284,9 @@ def test_the_whole_check_has_a_limit_too(
     started = time.monotonic()
     argv = ["check", "s1-loop", "--in", str(folder), "--time-limit", "60", "--total-limit", "3"]
     assert main(argv) == 1
-    assert time.monotonic() - started < 20
+    # Without the total limit the first task alone would run to its 60 s: only that is
+    # told from the 3 s limit, with room for a loaded laptop.
+    assert time.monotonic() - started < 50
     verdicts = task_lines(capsys.readouterr().out)
     assert sorted(verdicts) == [1, 2, 3]
     assert all(v == "FAILED" for v, _ in verdicts.values())

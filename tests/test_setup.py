@@ -217,18 +217,53 @@ def test_setup_ends_with_the_line_setup_md_quotes_or_names_what_is_missing(
     assert said[0].startswith("课堂的各个会话运行在 Python")
 
 
+@pytest.mark.parametrize("lang", ["en", "--lang zh-CN", "LANG=zh_CN.UTF-8"])
 @pytest.mark.parametrize("module", ["stage1_callbacks", "stage2_generators"])
-def test_the_stack_ripping_demo_fits_on_a_screen(module: str) -> None:
-    """SETUP.md's demo: one traceback and a seven-line report, not 300 lines after it."""
+def test_the_stack_ripping_demo_fits_on_a_screen(module: str, lang: str) -> None:
+    """SETUP.md's demo: one traceback and a seven-line report, not 300 lines after it; in
+    Chinese (--lang zh-CN, or a Chinese locale) its log lines are Chinese too, as the report."""
     text = (ROOT / "shared" / "SETUP.md").read_text(encoding="utf-8")
     demo = re.search(r"`nox -s stage1 -- (--site-pages 6 --fail-on /p/3)`", text)
     assert demo
-    done = run([sys.executable, "-m", module, *demo[1].split()], 60)
+    argv = [sys.executable, "-m", module, *demo[1].split()]
+    env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANG")}
+    if lang.startswith("--"):
+        argv += lang.split()
+    elif lang.startswith("LANG="):
+        env["LANG"] = lang.removeprefix("LANG=")
+    done = run(argv, 60, env)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("Traceback (most recent call last):") == 1
     report = [line for line in done.stdout.splitlines() if line.startswith("http")]
     assert len(report) == 7  # six pages and robots.txt
     assert len((done.stdout + done.stderr).splitlines()) <= 40  # a projector's screen
+    # The log lines: "ERROR crawler: while fetching ..." and the URL given up on.
+    logged = [line for line in done.stderr.splitlines() if re.match(r"^\S+ crawler[:：]", line)]
+    assert len(logged) == 2, done.stderr
+    if lang == "en":
+        assert all(line.startswith("ERROR crawler: ") for line in logged), logged
+    else:
+        assert all(line.startswith("错误 crawler：") for line in logged), logged
+        english = [line for line in logged if re.search(r"\b(while|failed|after|tries)\b", line)]
+        assert english == [], english
+
+
+def test_every_message_the_crawler_logs_has_its_chinese() -> None:
+    """Each format passed to a LOGGER in shared/ and the stages (the tools aside) is in
+    shared/log.py's CHINESE, with the same %-blanks in the same order."""
+    from shared import log
+
+    sources = [*ROOT.glob("shared/*.py"), *ROOT.glob("stage*_*/*.py")]
+    calls = re.compile(r"LOGGER\.(?:debug|info|warning|error)\(\s*((?:\"[^\"]*\"\s*)+)")
+    formats = set()
+    for path in sources:
+        for found in calls.finditer(path.read_text(encoding="utf-8")):
+            formats.add("".join(re.findall(r'"([^"]*)"', found[1])))
+    worded = {f for f in formats if re.search("[A-Za-z]{2}", f.replace("%r", "").replace("%s", ""))}
+    assert len(worded) >= 10, worded
+    assert worded - log.CHINESE.keys() == set()
+    for english, chinese in log.CHINESE.items():
+        assert re.findall("%[rsd]", english) == re.findall("%[rsd]", chinese), english
 
 
 # --- the route without pipx ---------------------------------------------------------------

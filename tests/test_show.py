@@ -14,6 +14,7 @@ missing browser fails them, so that CI proves the page.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 import re
@@ -35,6 +36,7 @@ from shared.tools.show.command import (
     crawl_arguments,
     main,
     merged_position,
+    picture_facts,
 )
 from shared.tools.show.page import LANGUAGES, crawl_data, interesting_step, texts, waits, write
 from shared.tools.show.record import KINDS, Recorder, recording
@@ -898,3 +900,151 @@ def test_the_task_tree_says_where_every_task_waits(driver: Any, tmp_path: Path) 
             for _, path, line in paused
             if path in source
         ), tree
+
+
+# ---- the lanes' names, the time axis, the words of the controls ------------------------
+
+
+@pytest.mark.parametrize("lang", ["en", "zh-CN"])
+def test_stage1_lanes_are_named_by_their_job(
+    driver: Any, pages: dict[str, Path], lang: str
+) -> None:
+    """Stage 1's lanes each hold one Fetcher after another, in one of --max-tasks slots: a
+    lane is named by that slot, not 'Fetcher' twice; stages 2 and 3 keep their tasks' names."""
+    data = open_page(driver, pages["all"], f"#lang={lang}")
+    shown = json.loads(
+        driver.execute_script("return document.getElementById('lanes').dataset.rows")
+    )
+    stage1 = [c["stage"] for c in data["crawls"]].index("stage1_callbacks")
+    rows = [data["crawls"][stage1]["strings"][r] for r in data["crawls"][stage1]["rows"]]
+    assert rows == ["Fetcher"] * len(rows) and len(rows) == 2, rows  # two in flight: two slots
+    slot = texts()[lang]["lane.fetcher"]
+    assert shown[stage1] == [slot.format(n=n) for n in range(1, len(rows) + 1)]
+    for index, crawl in enumerate(data["crawls"]):
+        if index != stage1:
+            assert shown[index] == [crawl["strings"][r] for r in crawl["rows"]]
+
+
+@pytest.mark.parametrize(
+    ("which", "fragment", "width"),
+    [
+        ("all", "#big", 1280),
+        ("stage2", "#big", 1280),
+        ("all", "", 800),
+        ("all", "", 1280),
+        ("stage2", "", 1920),
+    ],
+)
+def test_the_time_axis_has_ticks_at_every_width(
+    driver: Any, pages: dict[str, Path], which: str, fragment: str, width: int
+) -> None:
+    """At least three labelled ticks, none over another nor past the canvas: in #big at
+    1280x720 the lanes are half the screen, and the axis once showed '0.0 s' alone."""
+    metrics = {"width": width, "height": 720, "deviceScaleFactor": 1, "mobile": False}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        open_page(driver, pages[which], fragment + ("&" if fragment else "#") + "lang=en")
+        found = driver.execute_script(
+            "const c = document.getElementById('lanes');"
+            "return [JSON.parse(c.dataset.ticks || '[]'), c.clientWidth];"
+        )
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    ticks, canvas = found
+    assert len(ticks) >= 3, ticks
+    assert re.fullmatch(r"0\.0+ s", ticks[0][0]), ticks  # the crawl's start, labelled
+    for (_, left, wide), (_, after, _) in itertools.pairwise(ticks):
+        assert left + wide < after, ticks
+    assert all(left + wide <= canvas for _, left, wide in ticks), (ticks, canvas)
+
+
+def test_the_fit_button_says_fit_in_the_glossary_s_word(
+    driver: Any, pages: dict[str, Path]
+) -> None:
+    """GLOSSARY.md gives 'all' and 'fit' a word each: the button that fits the crawl to the
+    lanes' width says the word for fit, not the one for all."""
+    glossary = (SHOW.parents[1] / "GLOSSARY.md").read_text(encoding="utf-8")
+    [row] = [line for line in glossary.splitlines() if line.startswith("| all; fit")]
+    every, fit = (word.strip() for word in row.split("|")[2].split("；"))
+    open_page(driver, pages["stage2"], "#lang=zh-CN")
+    button = driver.find_element("id", "zoom-fit").text
+    assert fit in button and every not in button, button
+
+
+# ---- the committed pictures say what the command makes now ------------------------------
+
+#: Every committed screenshot of the page, each with its facts beside it (command.py writes
+#: them with the picture: the step, the counts, the line shown, how to make it again).
+PICTURES = sorted(SHOW.glob("screenshot*.png"))
+
+
+def facts_now(argv: list[str], step: int, tmp_path: Path) -> dict[str, Any]:
+    """The facts the command would state in a picture made now, without taking it."""
+    page = tmp_path / "page.html"
+    assert main([*argv, "--out", str(page), "--no-open", "-q"]) == 0
+    data = embedded(page)
+    return {"argv": argv, **picture_facts(data["crawls"], step or data["start"] + 1)}
+
+
+#: The facts a new crawl gives alike each time.  The merged step of `all` is not among them:
+#: the three crawls interleave on one time axis as their timings fall, so it moves by a few.
+STEADY = ("steps", "crawl", "crawl_step", "crawl_steps", "file", "line")
+
+
+@pytest.mark.parametrize("picture", PICTURES, ids=lambda p: p.name)
+def test_each_picture_states_what_the_command_makes_now(picture: Path, tmp_path: Path) -> None:
+    """Remake the page as the picture's facts say it was made, and compare what it states:
+    a picture of 65 steps at line 48 fails once the page has 57 and the line is 46."""
+    stated = json.loads(picture.with_suffix(".json").read_text(encoding="utf-8"))
+    argv, step = stated["argv"], 0
+    if "--step" in argv:
+        step = int(argv[argv.index("--step") + 1])
+    now = facts_now(argv, step, tmp_path)
+    if any(now[key] != stated[key] for key in STEADY):  # one crawl may be a slow machine's:
+        now = facts_now(argv, step, tmp_path)  # a drift shows twice
+    assert {key: now[key] for key in STEADY} == {key: stated[key] for key in STEADY}
+    assert stated["crawl_step"] <= stated["step"] <= stated["steps"]
+    assert picture.stat().st_size > 10_000, "a picture, not an empty file"
+
+
+def test_every_committed_picture_is_remade_by_a_command_and_held_by_a_test() -> None:
+    """The show page's screenshots have their facts (above); the bench's pictures are drawn
+    from its committed results (tests/test_bench.py), compare.svg by nox -s compare."""
+    import subprocess
+
+    from shared.tools.bench.compare import PICTURES as BENCH_PICTURES
+
+    listed = subprocess.run(
+        ["git", "ls-files", "*.png", "*.svg"], capture_output=True, text=True, check=True,
+        cwd=SHOW.parents[2],
+    ).stdout.split()  # fmt: skip
+    assert listed, "run from a git checkout"
+    for path in listed:
+        if path.startswith("shared/tools/show/"):
+            assert (SHOW.parents[2] / path).with_suffix(".json").is_file(), path
+        else:
+            assert path.startswith("shared/tools/bench/"), path
+            assert path.rsplit("/", 1)[1] in BENCH_PICTURES, path
+
+
+def test_the_show_pages_say_what_their_pictures_show() -> None:
+    """The sentence under the screenshots, in both languages, is the pictures' facts."""
+    big = json.loads((SHOW / "screenshot-big.json").read_text(encoding="utf-8"))
+    one = json.loads((SHOW / "screenshot.json").read_text(encoding="utf-8"))
+    file = one["file"].rsplit("/", 1)[1]
+    # The pages name the line by its code, not its number (tests/test_readme.py).
+    source = (SHOW.parents[2] / one["file"]).read_text(encoding="utf-8").splitlines()
+    code = source[one["line"] - 1].split("#")[0].strip()
+    english = (SHOW / "README.md").read_text(encoding="utf-8")
+    chinese = (SHOW / "README.zh-CN.md").read_text(encoding="utf-8")
+    assert (
+        f"stage 2's step {one['crawl_step']} of {one['crawl_steps']}, at `{code}` in `{file}`"
+        in " ".join(english.split())
+    )
+    assert f"the three crawls' {big['steps']} steps" in " ".join(english.split())
+    assert (
+        f"阶段 2 的第 {one['crawl_step']} 步（共 {one['crawl_steps']} 步），停在 `{file}` 的 "
+        f"`{code}`" in "".join(chinese.split("\n"))
+    )
+    assert f"三次爬取共 {big['steps']} 步" in "".join(chinese.split("\n"))
+    assert big["line"] == one["line"] and big["crawl_step"] == one["crawl_step"]

@@ -73,13 +73,12 @@ def test_the_header_names_the_columns_as_the_stage_fills_them(
         assert " task " in header and "<- value" in header, header
 
 
+@pytest.mark.stages("stage2_generators", "stage3_asyncio")  # stage 1 has no workers
 def test_an_idle_worker_at_the_queue_shows_no_url(
     stage: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A worker resumed at the queue's get (handed its next URL, or cancelled at the end)
     is between two URLs: the one in its ``url`` variable is the last it fetched."""
-    if stage.__name__ == "stage1_callbacks":
-        pytest.skip("stage 1 has no workers: a callback runs for one Fetcher, one URL")
     at_get = [
         (m.group("what"), m.group("url"))
         for m in traced_steps(stage, capsys)

@@ -348,6 +348,7 @@ def main(stage: str, crawl: Crawl, argv: Sequence[str] | None = None) -> int:
     libraries = not args.roots or stage == STAGES["stage3"]
     configure_logging(args.verbose, args.quiet, libraries=libraries)
     lang = args.lang or chosen_language([])  # no --lang: the locale's, else English
+    log.set_language(lang)  # the crawler's messages too, as the report
     # --trace and --timeline watch the crawl (shared/observe.py); without them nobody does.
     timeline = Timeline() if args.timeline else None
     observers: list[Observer] = [Tracer()] if args.trace else []

@@ -45,6 +45,7 @@ from typing import Any
 
 from shared.language import LANGUAGES, add_help_option, chosen_language, help_in
 from shared.tools.bench import pagecost
+from shared.tools.bench.independent import AIOHTTP_RACE_TARGET
 from shared.tools.bench.measure import (
     CRAWLERS,
     ROOT,
@@ -83,11 +84,18 @@ TARGETS = {
     "S3": "stage 1 at most 1 KiB, stage 2 at most 4 KiB (the chapter's coroutine is about 3 KB), "
     "stage 3 at most 10 KiB per fetch in flight",
     "S3 10,000": "every stage completes 10,000 fetches at once, none lost",
-    "race": "every stage within 1.5x of the race's floor",
+    "race": "stages 1 and 2 within 1.5x of the race's floor; stage 3 within "
+    f"{AIOHTTP_RACE_TARGET}x of the "
+    "floor its library sets, a plain aiohttp session making the same fetches, which "
+    "`python -m shared.tools.bench.independent` races (not this table: stage 3's race "
+    "is shown here unmarked)",
 }
 S2_TARGET = 1.05
 S3_TARGET_KIB = {"stage1_callbacks": 1.0, "stage2_generators": 4.0, "stage3_asyncio": 10.0}
-RACE_TARGET = 1.5
+#: The race against the site's floor, for the stages that speak to sockets themselves.
+#: Stage 3's every fetch goes through aiohttp, whose own plain session takes 1.6x this
+#: floor: its target is against that session instead (independent.AIOHTTP_RACE_TARGET).
+RACE_TARGET = {"stage1_callbacks": 1.5, "stage2_generators": 1.5}
 
 
 #: The site of S0, S1 and S2 (S2 adds its latency to it): no traps, so every page counts.
@@ -498,8 +506,8 @@ def markdown(doc: dict[str, Any]) -> str:
             for name in names:
                 over = statistics.median(results[name]["seconds"]) / floor
                 # The race's target is set at the largest size (10,000).
-                judged = name != "threaded" and size == measured[-1]
-                row.append(f"{over:.2f}x" + mark(over <= RACE_TARGET if judged else None))
+                judged = name in RACE_TARGET and size == measured[-1]
+                row.append(f"{over:.2f}x" + mark(over <= RACE_TARGET[name] if judged else None))
             out.append("| " + " | ".join(row) + " |")
         # Beside the race, what the crawler's own CPU asks for: a crawler whose CPU time
         # nears its time over the floor was waiting for itself, not for the site.

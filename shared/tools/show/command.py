@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 import time
@@ -162,6 +163,35 @@ def merged_position(crawls: list[dict[str, Any]], index: int, step: int) -> int:
     return before
 
 
+def picture_facts(crawls: list[dict[str, Any]], step: int) -> dict[str, Any]:
+    """What a picture of the page at ``step`` (1-based, all crawls in time order) states:
+    the step and the count in the control bar, the crawl whose panel the step is in, its
+    own step and count, and the file and line of the code shown at the line that ran."""
+    merged = sorted(
+        (t, c, i) for c, crawl in enumerate(crawls) for i, t in enumerate(crawl["steps"]["t"])
+    )
+    _, index, i = merged[step - 1]
+    crawl = crawls[index]
+    ours = [frame for frame in crawl["chains"][crawl["steps"]["fr"][i]] if frame[1] >= 0]
+    return {
+        "step": step,
+        "steps": len(merged),
+        "crawl": crawl["stage"],
+        "crawl_step": i + 1,
+        "crawl_steps": len(crawl["steps"]["t"]),
+        "file": crawl["files"][ours[-1][1]][0] if ours else None,  # the innermost of ours,
+        "line": ours[-1][2] if ours else None,  # as the page shows it
+    }
+
+
+def remade_by(own: argparse.Namespace, rest: list[str], lang: str | None) -> list[str]:
+    """The arguments that make the same page again (the picture's facts keep them)."""
+    argv = [own.stage, *rest, *(["--lang", lang] if lang else [])]
+    argv += ["--big"] * own.big + ["--full-site"] * own.full_site
+    argv += ["--obey-robots"] * own.obey_robots
+    return argv + (["--step", str(own.step)] if own.step else [])
+
+
 def can_open_browser() -> bool:
     """Tell whether a browser could show the page here: not on CI, not without a display."""
     if os.environ.get("CI"):
@@ -249,6 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         picture = Path(own.screenshot or out.with_suffix(".png"))
         screenshot(out, picture, own.step or busy + 1, big=own.big, lang=lang)
         print(WROTE[said].format(picture), file=sys.stderr)
+        # Beside it, what it states, and how to make it again: a test remakes the page
+        # and fails when the picture no longer says what the command would show now.
+        facts = {"argv": remade_by(own, rest, lang), **picture_facts(crawls, own.step or busy + 1)}
+        facts_path = picture.with_suffix(".json")
+        facts_path.write_text(json.dumps(facts, indent=1) + "\n", encoding="utf-8")
+        print(WROTE[said].format(facts_path), file=sys.stderr)
     address = out.resolve().as_uri() + ("#big" if own.big else "")  # the page keeps its lang
     if not own.no_open and can_open_browser() and webbrowser.open(address):
         return 0

@@ -170,11 +170,26 @@
     return view[0] + ((px - GUTTER) / (width - GUTTER - 10)) * (view[1] - view[0]);
   }
 
-  function niceStep(span, pixels) {
-    const raw = span / Math.max(1, pixels / (FONT * 8));
-    const power = Math.pow(10, Math.floor(Math.log10(raw)));
-    for (const m of [1, 2, 5, 10]) if (m * power >= raw) return m * power;
-    return 10 * power;
+  // A tick's label: seconds to as many places as the step between ticks needs, or a step.
+  function tickLabel(x, tick) {
+    if (xmode !== "time") return t("axis.step", { n: Math.round(x + 1) });
+    return seconds((x / 1e6).toFixed(tick >= 1e5 ? 1 : tick >= 1e4 ? 2 : tick >= 1e3 ? 3 : 4));
+  }
+
+  // The step between ticks: the finest of 1, 2, 5 times a power of ten that leaves each
+  // label room, and room between labels, so that any width gets as many ticks as it holds
+  // (a narrow one, #big's lanes beside the code, too: a fixed share of it held one tick).
+  function tickStep(span, pixels) {
+    const room = Math.max(1, pixels);  // a hidden canvas has none: one tick, not a hang
+    const far = Math.max(Math.abs(view[0]), Math.abs(view[1]));  // the longest label's x
+    for (let power = Math.pow(10, Math.floor(Math.log10(span)) - 3); ; power *= 10) {
+      for (const m of [1, 2, 5]) {
+        const tick = m * power;
+        if (xmode !== "time" && tick < 1) continue;  // steps are whole numbers
+        const needs = ctx.measureText(tickLabel(far, tick)).width + 2 * FONT;
+        if ((tick / span) * room >= needs) return tick;
+      }
+    }
   }
 
   // The first step of crawl c whose x is at least x (steps are in x order in both modes).
@@ -204,19 +219,26 @@
     ctx.font = FONT + "px system-ui, sans-serif";
     ctx.textBaseline = "middle";
     // The axis: seconds, or step numbers.
-    const tick = niceStep(view[1] - view[0], width - GUTTER);
+    const tick = tickStep(view[1] - view[0], width - GUTTER - 10);
     ctx.fillStyle = "#667085";
     ctx.strokeStyle = "#eef0f4";
+    const ticks = [];  // [label, its left, its width]: what the axis says, for the tests
+    let free = GUTTER - 3;  // where the last label ended: no label over another
     for (let x = Math.ceil(view[0] / tick) * tick; x <= view[1]; x += tick) {
       const px = toPixel(x, width);
       ctx.beginPath();
       ctx.moveTo(px, AXIS - 4);
       ctx.lineTo(px, height);
       ctx.stroke();
-      const label = xmode === "time" ? seconds((x / 1e6).toFixed(tick >= 1e5 ? 1 : tick >= 1e4 ? 2 : 4))
-        : t("axis.step", { n: Math.round(x + 1) });
-      if (px + 3 + ctx.measureText(label).width <= width) ctx.fillText(label, px + 3, AXIS / 2);
+      const label = tickLabel(x, tick), wide = ctx.measureText(label).width;
+      // Right of its tick; the last one, near the edge, ends at the edge instead.
+      const left = Math.min(px + 3, width - wide - 2);
+      if (left < free) continue;
+      ctx.fillText(label, left, AXIS / 2);
+      ticks.push([label, left, wide]);
+      free = left + wide + FONT / 2;
     }
+    canvas.dataset.ticks = JSON.stringify(ticks);
     ctx.fillText(t(xmode === "time" ? "axis.time" : "axis.steps"), 8, AXIS / 2);
     for (const c of crawls) drawCrawl(c, width);
     // The cursor: the moment shown in the panels.
@@ -233,6 +255,7 @@
     ctx.fillRect(0, AXIS, GUTTER - 4, height - AXIS);
     for (const c of crawls) drawLabels(c);
     canvas.dataset.written = JSON.stringify(written);
+    canvas.dataset.rows = JSON.stringify(crawls.map((c) => c.rows.map((_, r) => rowLabel(c, r))));
   }
 
   function drawCrawl(c, width) {
@@ -303,6 +326,14 @@
     }
   }
 
+  // A lane's name.  A task keeps one lane and its name (worker-0), but stage 1's Fetchers
+  // come and go, one per URL, and take turns in a lane (page.py): each lane is one of the
+  // --max-tasks places a Fetcher fills, so it is named by that job, "fetch slot 1".
+  function rowLabel(c, r) {
+    if (c.raw.stage !== "stage1_callbacks" || c.rows[r] !== "Fetcher") return c.rows[r];
+    return t("lane.fetcher", { n: c.rows.slice(0, r + 1).filter((l) => l === "Fetcher").length });
+  }
+
   function drawLabels(c) {
     const top = blocks[c.index];
     ctx.fillStyle = "#1d2330";
@@ -321,8 +352,9 @@
     const curRow = cur >= 0 ? c.actors[c.steps.a[cur]][2] : -1;
     for (let r = 0; r < c.rows.length; r++) {
       ctx.fillStyle = r === curRow ? "#c0392b" : "#475467";
-      ctx.fillText(c.rows[r], 16, top + r * ROW + ROW / 2);
-      written.push([c.rows[r], ctx.measureText(c.rows[r]).width, GUTTER - 4 - 16]);
+      const label = rowLabel(c, r);
+      ctx.fillText(label, 16, top + r * ROW + ROW / 2);
+      written.push([label, ctx.measureText(label).width, GUTTER - 4 - 16]);
     }
   }
 
