@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from shared.crawling import CrawlResult, Options, Response
 from shared.httpwire import NETWORK_ERRORS, ResponseParser, request_bytes
+from shared.resolver import Destination
 from shared.tls import tls_socket
 from stage2_generators.crawler import Crawler
 from stage2_generators.futures import CancelledError, Coroutine, Future
@@ -93,7 +94,7 @@ class AsyncCrawler(Crawler):
 
     async def request(self, url: str) -> Response:  # type: ignore[override]
         """GET a URL on a new connection and read the response, up to the size cap."""
-        family, sockaddr = self.resolver.resolve(url)
+        family, sockaddr = await wait(self.resolver.resolved(url, Future[Destination]()))
         with socket.socket(family, socket.SOCK_STREAM) as plain:
             plain.setblocking(False)
             await wait(sock_connect(plain, sockaddr))  # suspends: until connected
@@ -113,9 +114,11 @@ def crawl(roots: Sequence[str], options: Options | None = None) -> CrawlResult:
     """Crawl from ``roots`` with the `async def` crawler on stage 2's loop; return the result."""
     crawler = AsyncCrawler(roots, options)
     loop = EventLoop()
+    loop.add_reader(crawler.resolver.reader, crawler.resolver.on_readable)  # lookups' self-pipe
     main = Task(crawler.crawl(), name="crawl")  # type: ignore[arg-type]
-    try:
-        loop.run_until_complete(main)
-    finally:
-        loop.close()
+    with crawler.resolver:
+        try:
+            loop.run_until_complete(main)
+        finally:
+            loop.close()
     return crawler.result()
