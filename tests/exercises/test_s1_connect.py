@@ -1,13 +1,15 @@
-"""Exercise s1-connect: stage 1's non-blocking connect (Fetcher.start, Fetcher._on_connected).
+"""Exercise s1-connect: stage 1's non-blocking connect (start, _on_resolved, _on_connected).
 
-Task 1 is start(): a try's socket, made non-blocking, its connect begun and left to
-finish while the loop does other things, the try's timer, and _on_connected registered
-as the continuation.  Task 2 is _on_connected(): "writable" says the connect ended,
-SO_ERROR says how.
+Task 1 is start() and _on_resolved(): the try's timer, the name lookup asked of the
+resolver with _on_resolved as its continuation; then, unless the answer is late, a
+socket, made non-blocking, its connect begun and left to finish while the loop does
+other things, and _on_connected registered as the continuation.  Task 2 is
+_on_connected(): "writable" says the connect ended, SO_ERROR says how.
 
 The Task 1 tests drive one Fetcher on a real EventLoop (the Harness below) and never
-need _on_connected, so they pass as soon as start() is right.  Servers are sockets on
-127.0.0.1 that the tests control, and the test site of shared/testsite.py.
+need _on_connected, so they pass as soon as start() and _on_resolved() are right.
+Servers are sockets on 127.0.0.1 that the tests control, and the test site of
+shared/testsite.py.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from stage1_harness import CRAWL_LIMIT_S, WatchedLoop, watch_crawls
 
 import stage1_callbacks
 from shared.crawling import Options
-from shared.httpwire import ResponseParser, request_bytes
+from shared.httpwire import ResponseParser, address, request_bytes
 from shared.report import FetchStatistic
 from shared.resolver import Answer, Resolver
 from shared.testsite import ServerTLS, Site, serve
@@ -191,7 +193,7 @@ def spy_at_once(monkeypatch: pytest.MonkeyPatch, name: str) -> dict[str, bool]:
     return first
 
 
-# --- Task 1: start() ------------------------------------------------------------------------
+# --- Task 1: start() and _on_resolved() ---------------------------------------------------
 
 
 @pytest.mark.task(taskno=1)
@@ -207,6 +209,8 @@ def test_start_returns_at_once_while_the_connection_is_still_being_made(
         took = time.monotonic() - began
         sock = fetcher.sock
         assert took < 0.25, reason("s1-connect.start-took-s-it-waited", took=f"{took:.2f}")
+        # No socket, and no failed try either: _on_resolved dropped the answer as late.
+        assert sock is not None or crawler.done, reason("s1-connect.answer-taken-for-late")
         assert sock is not None, reason("s1-connect.no-socket")
         assert not sock.getblocking(), reason("s1-connect.the-socket-must-be-non")
         crawler.run()
@@ -298,8 +302,8 @@ def test_a_connect_refused_at_once_is_a_failed_try_that_never_waits(
     """Only BlockingIOError means "begun": any other OSError of connect() ends the try."""
 
     class Missing(Resolver):  # a Unix socket's path that does not exist: refused at once
-        def resolve(self, url: str) -> Any:
-            return socket.AF_UNIX, "/nonexistent/crawler500/socket"
+        def resolve(self, url: str, then: Callable[[Answer], object]) -> None:
+            then((socket.AF_UNIX, "/nonexistent/crawler500/socket"))
 
     waited: list[str] = []
     spy(monkeypatch, "_on_connected", waited)
@@ -341,6 +345,78 @@ def test_each_try_starts_from_nothing_and_keeps_its_timer() -> None:
         finally:
             fetcher.close()
             crawler.loop.close()
+
+
+class Late(Resolver):
+    """DNS that has not answered yet: each continuation waits here until :meth:`answer`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[Callable[[Answer], object]] = []
+        self.answered = False
+
+    def resolve(self, url: str, then: Callable[[Answer], object]) -> None:
+        """Keep the continuation: the lookup is under way."""
+        self.asked.append(then)
+
+    def answer(self, answer: Answer) -> None:
+        """DNS answers at last, from the loop, as Resolver.on_readable hands an answer over."""
+        self.answered = True
+        for then in self.asked:
+            then(answer)
+
+
+@pytest.mark.task(taskno=1)
+@pytest.mark.parametrize(
+    ("ended_by", "answer"),
+    [
+        ("its timer", "an address"),
+        ("its timer", "an error"),
+        ("Ctrl-C", "an address"),
+        ("Ctrl-C", "an error"),
+        ("its timer, the next try waiting for --delay", "an address"),
+    ],
+)
+def test_a_late_answer_is_dropped(ended_by: str, answer: str) -> None:
+    """DNS answers after the try ended: _on_resolved makes no socket and records nothing."""
+    retry = "--delay" in ended_by  # then self.timer is the next try's start, not None
+    options = Options(
+        ignore_robots=True, timeout=0.2, max_tries=2 if retry else 1, delay=1.0 if retry else 0
+    )
+    with silent_server() as base, Late() as dns:
+        crawler = Harness(base, options)
+        crawler.resolver = dns
+        crawler.fetch(base, crawler.max_redirect)
+        fetcher = crawler.fetchers[base]
+        if ended_by == "Ctrl-C":
+            crawler.loop.call_later(0.1, crawler.cancel)
+        late: Answer = (socket.AF_INET, address(base))
+        if answer == "an error":
+            late = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        records: list[int] = []  # the crawl's records before DNS answers, and after
+        errors: list[int] = []  # the exceptions that escaped a callback before it answers
+
+        def dns_answers() -> None:
+            errors.append(len(crawler.errors))
+            records.append(len(crawler.done))
+            dns.answer(late)
+            records.append(len(crawler.done))
+
+        # The try has ended by 0.2 s (its timeout) or 0.1 s (Ctrl-C); the next one, with
+        # --delay 1, starts at 1 s.  DNS answers in between.
+        crawler.loop.call_later(0.5, dns_answers)
+        try:
+            crawler.loop.run_until(lambda: dns.answered)
+            made = fetcher.sock is not None or bool(crawler.loop.sockets)
+        finally:
+            fetcher.close()
+            crawler.loop.close()
+    assert not crawler.errors[: errors[0]], no_errors(crawler)
+    if crawler.errors:
+        pytest.fail(reason("s1-connect.late-answer-raised", error=repr(crawler.errors[0])))
+    assert not made, reason("s1-connect.late-answer-made-a-socket")
+    before, after = records
+    assert before == after, reason("s1-connect.late-answer-recorded", before=before, after=after)
 
 
 # --- Task 2: _on_connected() --------------------------------------------------------------
