@@ -25,6 +25,7 @@ be found.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import hmac
 import json
@@ -35,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -397,7 +399,9 @@ def run_check(
         ]
         argv += [str(tree / exercise.tests)]
         argv += ["-v", "--tb=short"] if verbose else ["-q", "--tb=no", "--no-header"]
-        order = {"path": path, "argv": argv, "secret": secret.hex()}
+        order: dict[str, Any] = {"path": path, "argv": argv, "secret": secret.hex()}
+        if isolated is not None:
+            order["limits"] = LIMITS
         command = [python, *flags, str(runner)]
         if isolated is not None:
             sandbox.become_subreaper()  # what a check leaves behind is handed to us, and ended
@@ -455,6 +459,44 @@ def outside(env: dict[str, str], clone: Path) -> dict[str, str]:
     return kept
 
 
+#: What one student's check may take under `grade` (runner.bound): 4 GiB of memory, files
+#: of 256 MiB (the sandbox's /tmp is memory too).  Far more than any answer needs.
+LIMITS = {"RLIMIT_AS": 4 << 30, "RLIMIT_FSIZE": 256 << 20}
+#: How much of a check's output is kept: the signed records (a few kilobytes an honest
+#: run), and the end of pytest's output (what a problem quotes).  A flood is drained and
+#: dropped, never held.
+RECORDS_CAP = 16 << 20
+OUTPUT_CAP = 256 << 10
+
+
+class Drain:
+    """Read a pipe to its end in a thread, keeping its first (or last) ``cap`` characters."""
+
+    def __init__(self, pipe: Any, cap: int, keep_end: bool = False) -> None:
+        self.pipe, self.cap, self.keep_end = pipe, cap, keep_end
+        self.kept: list[str] = []
+        self.size = 0
+        self.thread = threading.Thread(target=self.read, daemon=True)
+        self.thread.start()
+
+    def read(self) -> None:
+        """Take every chunk, keep what fits (see the class)."""
+        with contextlib.suppress(OSError, ValueError):  # closed under us: the end
+            while chunk := self.pipe.read(1 << 16):
+                if self.keep_end:
+                    self.kept.append(chunk)
+                    self.size += len(chunk)
+                    while self.size - len(self.kept[0]) > self.cap:
+                        self.size -= len(self.kept.pop(0))
+                elif self.size < self.cap:
+                    self.kept.append(chunk[: self.cap - self.size])
+                    self.size += len(self.kept[-1])
+
+    def text(self) -> str:
+        """What was kept."""
+        return "".join(self.kept)
+
+
 def _run(
     argv: list[str], cwd: Path, env: dict[str, str], limit: float, order: dict[str, Any]
 ) -> tuple[str | None, str, str]:
@@ -471,8 +513,6 @@ def _run(
     started = time.monotonic()
     before = set(sandbox.children().get(os.getpid(), []))
     stopped: str | None = None
-    ended_at: float | None = None
-    given: str | None = json.dumps(order) + "\n"
     with subprocess.Popen(
         argv,
         cwd=cwd,
@@ -485,24 +525,20 @@ def _run(
         errors="replace",
         start_new_session=posix,
     ) as proc:
-        while True:
-            try:
-                signed, output = proc.communicate(given, timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                given = None  # sent already: communicate keeps what it read so far
-            now = time.monotonic()
-            if ended_at is None and (proc.poll() is not None or now - started > limit):
-                if proc.poll() is None:
-                    stopped = say("en", "limit.whole", seconds=f"{now - started:.0f}")
-                sandbox.end_all(proc, before)
-                ended_at = now
-            elif ended_at is not None and now - ended_at > 5:
-                # Something outside our reach still holds the pipes (no subreaper here):
-                # what was read is lost with them, but the next folder's turn comes.
-                for pipe in (proc.stdout, proc.stderr):
-                    if pipe is not None:
-                        pipe.close()
-                return stopped or say("en", "limit.whole", seconds=f"{now - started:.0f}"), "", ""
-        sandbox.end_all(proc, before)  # ended by itself: what it started ends too
-    return stopped, signed or "", output or ""
+        records, output = Drain(proc.stdout, RECORDS_CAP), Drain(proc.stderr, OUTPUT_CAP, True)
+        assert proc.stdin is not None
+        with contextlib.suppress(OSError):  # it may be gone already
+            proc.stdin.write(json.dumps(order) + "\n")
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            spent = time.monotonic() - started
+            stopped = say("en", "limit.whole", seconds=f"{spent:.0f}")
+        sandbox.end_all(proc, before)  # what it started ends with it, on time or not
+        for drain in (records, output):
+            drain.thread.join(timeout=5)
+            if drain.thread.is_alive():  # held open by something outside our reach
+                drain.pipe.close()
+        signed, text = records.text(), output.text()
+    return stopped, signed, text

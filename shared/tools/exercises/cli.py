@@ -453,7 +453,7 @@ def do_grade(exercise: Exercise, args: argparse.Namespace) -> int:
         print("\n" + diff, end="")
     if csv is not None:
         csv.parent.mkdir(parents=True, exist_ok=True)
-        csv.write_text(grading.as_csv(exercise, rows), encoding="utf-8")
+        csv.write_text(grading.as_csv(exercise, rows), encoding="utf-8", errors="backslashreplace")
     return 0
 
 

@@ -34,7 +34,7 @@ from shared.tools.exercises import (
     studentfile,
     workspace,
 )
-from shared.tools.exercises.bodies import BodyError, body_text
+from shared.tools.exercises.bodies import body_text
 from shared.tools.exercises.catalog import ROOT, Exercise, tasks_in
 from shared.tools.exercises.messages import SENTENCES, say
 from shared.tools.exercises.reports import graded
@@ -42,6 +42,10 @@ from shared.tools.exercises.reports import graded
 #: What a student's folder may hold beside the teacher's files: what its .gitignore keeps
 #: out (handout.GITIGNORE), and git's own folder.
 LEFT_ALONE = ("__pycache__", ".pytest_cache", ".before-solve", ".venv", ".git")
+#: What an editor or a system leaves in a folder it was opened in, not the student's work:
+#: files by these names anywhere, folders by these names at the top.
+LITTER_FILES = (".DS_Store", "Thumbs.db", "desktop.ini")
+LITTER_FOLDERS = (".idea", ".vscode", ".mypy_cache", ".ruff_cache")
 #: What files_of says of a file it does not read.
 NOT_PLAIN = ("a link", "not a plain file", "too large")
 
@@ -102,12 +106,15 @@ def files_of(folder: Path) -> dict[str, str]:
         here = Path(top)
         # A folder left alone is one at the top (a .venv, .git); deeper, only caches are:
         # a .git inside a package would be copied into the check's tree, links and all.
-        skipped = LEFT_ALONE if here == folder else manifest.CACHES
+        skipped = (*LEFT_ALONE, *LITTER_FOLDERS) if here == folder else manifest.CACHES
         folders[:] = sorted(f for f in folders if f not in skipped)
         for name in [*folders, *sorted(files)]:
             path = here / name
-            relative = path.relative_to(folder).as_posix()
-            if path.suffix in (".pyc", ".pyo"):
+            # A name that is not UTF-8 is said with its bytes escaped (a CSV holds text).
+            relative = os.fsencode(path.relative_to(folder).as_posix()).decode(
+                "utf-8", "backslashreplace"
+            )
+            if path.suffix in (".pyc", ".pyo") or name in LITTER_FILES:
                 continue
             why = studentfile.regular_file(path, MAX_FILE)
             if why == "not a plain file" and path.is_dir() and not path.is_symlink():
@@ -273,7 +280,7 @@ def bodies_diff(exercise: Exercise, given: Path, teacher: Teacher, shown: str = 
             if why is not None:  # a link's target is not what the student wrote
                 raise OSError(why)
             mine = body_text(file.read_bytes().decode("utf-8"), target.qualname)
-        except (OSError, SyntaxError, BodyError, UnicodeDecodeError, RecursionError) as error:
+        except Exception as error:  # a trap of a file is named, never the class's end
             lines.append(f"--- {given}/{target}: cannot be read ({error})\n")
             continue
         theirs = body_text(teacher.texts[target.path], target.qualname)
@@ -286,12 +293,18 @@ def bodies_diff(exercise: Exercise, given: Path, teacher: Teacher, shown: str = 
         )
         lines += list(diff)
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return CONTROL.sub(lambda found: f"\\x{ord(found[0]):02x}", text)
+    return visible(text)
 
 
 #: Characters a terminal obeys rather than shows (an escape that moves the cursor up and
-#: erases the lines above could hide a body from the teacher): shown as \x1b and the like.
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: erases the lines above could hide a body from the teacher), and those that break or
+#: reorder a line for a reader: shown as \x1b, \u2028 and the like.
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every CONTROL character written out instead of obeyed."""
+    return CONTROL.sub(lambda found: ascii(found[0])[1:-1], text)
 
 
 def table(exercise: Exercise, rows: list[Row]) -> str:
@@ -305,6 +318,7 @@ def table(exercise: Exercise, rows: list[Row]) -> str:
             note += f" ({row.problem})"
         total = f"{row.total}/{row.most}"
         lines.append([row.folder, *(str(row.points[n]) for n in tasks), total, note])
+    lines = [[visible(cell) for cell in line] for line in lines]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
     return "".join(
         "  ".join(cell.ljust(w) for cell, w in zip(line[:-1], widths, strict=True))

@@ -46,15 +46,24 @@ MAX_SMALL = 1024 * 1024
 
 
 def small_text(path: Path, limit: int = MAX_SMALL) -> str:
-    """The text of a small plain file; OSError for anything else (a pipe, a device, a link
-    to one, a file over ``limit`` bytes), which is never opened: a student's folder may
-    hold a trap where its marker or manifest should be."""
+    """The text of a small plain file; OSError for anything else (a link, a pipe, a device,
+    an empty file as /proc's are, a file over ``limit`` bytes), UnicodeDecodeError (a
+    ValueError) for bytes that are not UTF-8: a student's folder may hold a trap where
+    its marker or manifest should be."""
+    import os
     import stat
 
-    status = path.stat()  # a link to a plain file is followed (a workspace on Windows)
-    if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
-        raise OSError(f"{path.name}: not a small plain file")
-    return path.read_text(encoding="utf-8")
+    # Not a link (/proc/kmsg behind one blocks a reader for ever), opened without waiting,
+    # checked again once open, and read no further than the limit.
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    if path.is_symlink():
+        raise OSError(f"{path.name}: a link")
+    descriptor = os.open(path, flags)
+    with os.fdopen(descriptor, "rb") as file:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or not 0 < status.st_size <= limit:
+            raise OSError(f"{path.name}: not a small plain file")
+        return file.read(limit + 1).decode("utf-8")
 
 
 def digest(data: bytes) -> str:

@@ -82,6 +82,9 @@ SENTENCES: dict[str, dict[str, str]] = {
             "check reads; save it as UTF-8 and remove the declaration)"
         ),
         "file.too-deep": "{path} (nested too deeply to be read: write it flatter)",
+        "file.misread": (
+            "{path} (holds {character}, which a reader and Python read differently: remove it)"
+        ),
         # what went wrong outside the tasks
         "problem.unmarked": "tests without @pytest.mark.task(taskno=N): {tests}",
         "problem.never-imported": "the tests never imported {module}, which the exercise empties",
@@ -201,6 +204,7 @@ SENTENCES: dict[str, dict[str, str]] = {
             "请存为 UTF-8 并删去这行声明）"
         ),
         "file.too-deep": "{path}（嵌套太深，无法读取：请写得平一些）",
+        "file.misread": "{path}（含有 {character}，读者和 Python 对它的理解不同：请删掉它）",
         "problem.unmarked": "没有 @pytest.mark.task(taskno=N) 标记的测试：{tests}",
         "problem.never-imported": "测试从未导入 {module}，而练习清空的正是它",
         "problem.elsewhere": "{module} 是从 {file} 导入的，不是从工作区",

@@ -60,10 +60,25 @@ def signer(secret: bytes) -> Callable[[dict[str, Any]], None]:
     return record
 
 
+def bound(limits: dict[str, int]) -> None:
+    """Cap what this process and its children may take (`grade`'s order: memory, the size of
+    a file written), where the system has such limits: a student's code that allocates
+    without end fails its test, and not the teacher's machine."""
+    try:
+        import resource
+    except ImportError:  # Windows: the whole check's time limit is all there is
+        return
+    for name, value in limits.items():
+        which = getattr(resource, name)
+        hard = resource.getrlimit(which)[1]
+        resource.setrlimit(which, (value if hard < 0 else min(value, hard), hard))
+
+
 def main() -> int:
     """Read the order on standard input, then run pytest with the results plugin."""
     order = json.loads(sys.stdin.readline())
     sys.stdin.close()
+    bound(order.get("limits", {}))
     record = signer(bytes.fromhex(order.pop("secret")))
     sys.path[:0] = order["path"]  # -I put neither this folder nor the current one there
     import pytest  # from the path just made, after the secret is out of reach

@@ -347,6 +347,7 @@ class Module:
     names: frozenset[str]
     modules: frozenset[str]
     attributes: frozenset[str]
+    classes: frozenset[str] = frozenset()  # the classes it defines at its top
 
 
 def module_facts(tree: ast.Module, emptied: Iterable[str]) -> Module:
@@ -378,7 +379,8 @@ def module_facts(tree: ast.Module, emptied: Iterable[str]) -> Module:
         todo.extend(ast.iter_child_nodes(inner))
     names = {n for n in names - modules if not dunder(n) and n not in MODULES}
     attributes = {a for a in attributes if a not in DENIED_ATTRIBUTES and not dunder(a)}
-    return Module(frozenset(names), frozenset(modules), frozenset(attributes))
+    classes = frozenset(n.name for n in tree.body if isinstance(n, ast.ClassDef))
+    return Module(frozenset(names), frozenset(modules), frozenset(attributes), classes)
 
 
 def _targets(statement: ast.stmt) -> list[ast.Name]:
@@ -444,6 +446,20 @@ def granted(references: Iterable[FunctionNode]) -> set[str]:
     return found
 
 
+#: The builtin types a class pattern matches by position as themselves (`case int(n)`).
+SELF_MATCHING = frozenset(
+    {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str"}
+    | {"tuple"}
+)
+
+
+def starred(node: ast.Call) -> bool:
+    """Whether a call spreads its arguments from a sequence or a mapping (`*a`, `**k`)."""
+    return any(isinstance(a, ast.Starred) for a in node.args) or any(
+        k.arg is None for k in node.keywords
+    )
+
+
 class Judge:
     """The allow-list for the bodies of one student's file: see the module's docstring."""
 
@@ -478,7 +494,10 @@ class Judge:
         return name in known
 
     def read(self, name: str) -> bool:
-        """Whether a body may read the name ``name``."""
+        """Whether a body may read the name ``name``: a builtin that turns a string into a
+        name only as the function of a call `call` found plain (never as a value to pass on)."""
+        if name in NAME_BUILTINS and name not in self.local:
+            return False
         return (
             name in self.local
             or name in self.allowed
@@ -522,6 +541,10 @@ class Judge:
             return
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             yield from self.call(node, node.func)
+        if isinstance(node, ast.MatchClass) and node.patterns and not self.matchable(node.cls):
+            # `case C(x)` reads the attribute C.__match_args__ names: a string of the class's
+            # (a namedtuple's field, a registered subclass), which no judge can see.
+            yield "a class pattern by position of a class not the module's own"
         for _, role, name in names_in(node):
             binds = role == BINDS and id(node) not in self.params and not self.fresh(name)
             reads = role == READS and id(node) not in self.vetted and not self.read(name)
@@ -538,24 +561,36 @@ class Judge:
             elif role == "unknown":
                 yield f"`{name}` ({type(node).__name__}, syntax the grader does not know)"
 
+    def matchable(self, cls: ast.expr) -> bool:
+        """Whether a class pattern may match by position: a plain type matching itself
+        (`case int(n)`), or a class the handout's module defines (its names are the
+        teacher's)."""
+        if not isinstance(cls, ast.Name) or cls.id in self.local:
+            return False
+        return cls.id in SELF_MATCHING or cls.id in self.module.classes
+
     def call(self, node: ast.Call, function: ast.Name) -> Iterator[str]:
         """A call that turns a string into a name (NAME_BUILTINS), or `type` that makes a
         class: accepted only in the forms that do neither."""
         name = function.id
         # Granted or not, a name turned from a string is a constant one: a reference that
         # uses getattr(x, "__self__") grants that, not getattr of anything built at run time.
+        # Its arguments are plain ones in their places: `getattr(*(x, "any"), "other")`
+        # puts "other" third, where the default goes.
         if name in NAME_BUILTINS and name not in self.local:
+            self.vetted.add(id(function))
             given = node.args[1] if len(node.args) > 1 else None
-            if (
-                isinstance(given, ast.Constant)
+            plain = not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args)
+            counts = {"getattr": (2, 3), "hasattr": (2,), "setattr": (3,), "delattr": (2,)}
+            if not (
+                plain
+                and len(node.args) in counts[name]
+                and isinstance(given, ast.Constant)
                 and isinstance(given.value, str)
                 and self.attribute(given.value)
             ):
-                self.vetted.add(id(function))
-            else:
                 yield f"`{name}` of a name that is not a plain attribute"
-                self.vetted.add(id(function))
-        elif name == "type" and (len(node.args) != 1 or node.keywords):
+        elif name == "type" and (len(node.args) != 1 or node.keywords or starred(node)):
             yield "`type` with more than one argument (it makes a class)"
 
 
@@ -593,6 +628,9 @@ def body_problems(
 
 #: The most a student's file may hold: far more than any answer, far less than a trap.
 MAX_BYTES = 1024 * 1024
+#: Characters a reader and Python read differently: line breaks of str.splitlines that
+#: Python's tokenizer does not break at, and the bidirectional controls.
+MISREAD = re.compile("[\x0b\x1c-\x1e\x85\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 #: A coding declaration (PEP 263), as Python finds it on the first two lines.
 CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
@@ -609,9 +647,16 @@ def as_read(path: str, source: bytes) -> tuple[str | None, list[str]]:
             encoding = declared.group(1).decode("ascii", "replace")
             return None, [say("en", "file.encoding", path=path, encoding=encoding)]
     try:
-        return source.decode("utf-8-sig"), []
+        text = source.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         return None, [say("en", "file.not-utf8", path=path, offset=error.start)]
+    if found := MISREAD.search(text):
+        # A reader's line break that is none for Python (U+2028 shifts what --diff shows
+        # against the lines the judge names), or a bidirectional control that reorders
+        # what a reader sees (Trojan Source, CVE-2021-42574).
+        character = f"U+{ord(found[0]):04X}"
+        return None, [say("en", "file.misread", path=path, character=character)]
+    return text, []
 
 
 def judge(
