@@ -19,6 +19,7 @@ import pytest
 from reasons import reason
 
 import stage1_callbacks
+from shared import robots as robots_module
 from shared.crawling import BaseCrawler, Options
 from shared.report import FetchStatistic
 from shared.responses import Response
@@ -220,6 +221,29 @@ def test_a_robots_txt_too_large_is_learned_as_unread() -> None:
     c.record_response(robots, 0, Response(200, {"content-type": "text/plain"}, too_large=True), 1)
     waits_for = c.robots_txt(ROOT + "any/page")
     assert waits_for is None, reason("redirects.too-large-robots-unlearned", robots=waits_for)
+
+
+@pytest.mark.task(taskno=2)
+def test_a_robots_txt_that_cannot_be_read_is_recorded_with_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The parser fails on it (a bug of the parser's): everything is allowed, and the
+    robots.txt's record says why its rules were not read."""
+
+    def fails(response: Response | None) -> robots_module.Rules:
+        raise ValueError("a rule the parser chokes on")
+
+    monkeypatch.setattr(robots_module, "parse_robots", fails)
+    c = crawler(ignore_robots=False)
+    robots = ROOT + "robots.txt"
+    c.begin_robots(robots)
+    body = b"User-agent: *\nDisallow: /\n"
+    items = c.record_response(robots, 0, Response(200, {"content-type": "text/plain"}, body), 1)
+    assert items == [], reason("redirects.a-robots-txt-queued-learn", items=items)
+    error = record_of(c, robots).error
+    assert error is not None and error == c.unread_robots(robots), reason(
+        "redirects.unread-robots-error", error=repr(error)
+    )
 
 
 @pytest.mark.task(taskno=2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import weakref
 from collections.abc import Iterator
 from functools import partial
 from itertools import pairwise
@@ -148,6 +149,32 @@ def test_a_chain_of_futures_resolving_each_other_keeps_the_stack_flat(loop: Even
     assert run(loop, futures[-1]) == 1999, reason("s2-future.chain-end")
     assert len(depths) == 1999, reason("s2-future.callbacks-ran", count=len(depths))
     assert max(depths) == min(depths), reason("s2-future.stack-grew")
+
+
+class Callback:
+    """A callback that a weak reference can follow: is anyone still holding it?"""
+
+    def __call__(self, fut: Future[Any]) -> None:
+        """Run as a done callback: nothing to do."""
+
+
+@pytest.mark.task(taskno=2)
+def test_a_done_future_forgets_its_callbacks(loop: EventLoop) -> None:
+    """Once scheduled, a callback belongs to the loop: the done future no longer holds it.
+
+    A Task's wake-up is such a callback: a future that kept its callbacks would keep
+    every task that ever waited for it alive as long as itself.
+    """
+    fut: Future[int] = Future()
+    before, after = Callback(), Callback()
+    held = [weakref.ref(before), weakref.ref(after)]
+    fut.add_done_callback(before)
+    fut.set_result(1)
+    fut.add_done_callback(after)
+    del before, after
+    loop.run_once()
+    kept = sum(ref() is not None for ref in held)
+    assert kept == 0, reason("s2-future.keeps-callbacks", kept=kept)
 
 
 def stack_depth() -> int:

@@ -7,12 +7,13 @@ drives it for a few seconds at most.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
+from shared.observe import Observer
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.queues import Queue
@@ -241,6 +242,44 @@ def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> Non
         yield from stayer
 
     run(loop, main())
+
+
+class Steps(Observer):
+    """Someone watching the loop (as --trace does): counts the steps of each task, by name."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, int] = {}
+
+    def resume(self, task: Any, value: Any) -> None:
+        self.steps[task.name] = self.steps.get(task.name, 0) + 1
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param("get", marks=pytest.mark.task(taskno=1), id="get"),
+        pytest.param("join", marks=pytest.mark.task(taskno=3), id="join"),
+    ],
+)
+def test_a_coroutine_waiting_in_the_queue_costs_no_steps(where: str) -> None:
+    """A getter or a joiner sleeps on its Future: two steps for the whole wait, one to
+    start and one when woken, however long the wait (the loop's timer decides it)."""
+    steps = Steps()
+    loop = EventLoop(steps)
+    try:
+        q: Queue[int] = Queue()
+        if where == "get":
+            waiting = Task(q.get(), name="waiting")
+            loop.call_later(0.05, q.put_nowait, 1)
+        else:
+            q.put_nowait(1)
+            waiting = Task(q.join(), name="waiting")
+            loop.call_later(0.05, q.task_done)
+        run(loop, waiting)
+    finally:
+        loop.close()
+    count = steps.steps.get("waiting", 0)
+    assert count == 2, reason("s2-queue.polled", where=where, steps=count)
 
 
 @pytest.mark.task(taskno=3)
