@@ -309,6 +309,16 @@ BODIES = [
     ),
     # A local named like a module imports nothing: it is the student's.
     ("queue = [fn]\nchunk = queue", None),
+    # A name turned from a string, by spreading arguments or passing getattr on...
+    ('getattr(*(fn, "__globals__"), "result")', "`getattr` of a name"),
+    ("look = getattr\nlook(fn, 'x')", "`getattr`"),
+    # ... or by a class pattern whose positions a string names (a namedtuple's fields).
+    (
+        "from collections import namedtuple\nP = namedtuple('P', 'gi_frame')\n"
+        "match fn:\n    case P(frame):\n        pass",
+        "a class pattern by position",
+    ),
+    ("match fn:\n    case int(n):\n        pass", None),
 ]
 
 
@@ -457,7 +467,8 @@ def test_no_folder_ends_or_stalls_the_class(
 ) -> None:
     exercise = catalog.named(NAME)
     made = {}
-    traps = ("catches", "deep", "latin1", "coding", "device", "language", "fifo", "git")
+    traps = ("catches", "deep", "latin1", "coding", "linebreak", "device", "language", "fifo")
+    traps += ("git",)
     for who in (*traps, "escape", "solved"):
         made[who] = tmp_path / who
         handout.make(exercise, made[who])
@@ -473,6 +484,9 @@ def test_no_folder_ends_or_stalls_the_class(
     file.write_bytes(file.read_bytes() + b"# caf\xe9\n")
     file = made["coding"] / FUTURES
     file.write_text("# -*- coding: utf-7 -*-\n" + file.read_text())
+    file = made["linebreak"] / FUTURES  # a line break for --diff, none for Python
+    file.write_text("# pad\u2028\u2028\u2028\n" + file.read_text())
+    (made["linebreak"] / "notes-\udcff.txt").write_bytes(b"")  # a name that is not UTF-8
     (made["device"] / FUTURES).unlink()
     (made["device"] / FUTURES).symlink_to("/dev/zero")
     marker = made["language"] / ".exercise.json"
@@ -496,6 +510,8 @@ def test_no_folder_ends_or_stalls_the_class(
     assert "nested too deeply" in rows["deep"]["tampered"]
     assert "not UTF-8" in rows["latin1"]["tampered"]
     assert "declares the coding utf-7" in rows["coding"]["tampered"]
+    assert "holds U+2028" in rows["linebreak"]["tampered"]
+    assert "notes-\\xff.txt (added)" in rows["linebreak"]["tampered"]
     assert "a link" in rows["device"]["tampered"]
     assert rows["language"]["tampered"] == rows["language"]["problem"] == ""
     assert rows["fifo"]["problem"] == f"not a workspace of {NAME}"
