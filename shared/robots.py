@@ -162,7 +162,8 @@ def read_group(text: str, user_agent: str = USER_AGENT) -> list[Rule]:
         if key == "user-agent":
             if not in_agents:
                 groups.append((set(), []))
-            groups[-1][0].add(value.lower())
+            # "crawler500/1.0", copied from our User-Agent header, names us too.
+            groups[-1][0].add(value.partition("/")[0].strip().lower())
             in_agents = True
         elif key in ("allow", "disallow") and groups:
             in_agents = False

@@ -256,9 +256,17 @@ class BaseUrl:
                 ):
                     return self._directory + link[: match.end("target")]
         try:
+            if _NO_HOST.match(link):
+                # "http:///x" has an authority, and it is empty: RFC 9110 (4.2.1) says to
+                # reject it, where urljoin() would lend it the page's host.
+                return None
             return normalize(urljoin(self.url, link))
         except ValueError:  # e.g. "http://[::1" is not a URL at all
             return None
+
+
+#: A link to http or https whose authority is empty ("http:///x").
+_NO_HOST = re.compile(r"(?i)https?:///")
 
 
 def resolve(base: str, link: str) -> str | None:

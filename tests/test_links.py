@@ -96,7 +96,10 @@ BASES = [
 
 
 def reference_join(base: str, link: str) -> str | None:
-    """What parse_links did before the fast path: urljoin, then the general normalize."""
+    """What parse_links did before the fast path: urljoin, then the general normalize; and
+    no URL for an http link whose authority is empty (RFC 9110, 4.2.1: "http:///x")."""
+    if re.match(r"(?i)https?:///", link.strip()):
+        return None
     try:
         return _normalize(urljoin(base, link.strip()))
     except ValueError:

@@ -530,6 +530,7 @@ RFC_9309 = [
     ("Allow: /p\nDisallow: /p", "/p/1", "Allow: /p"),
     ("Disallow: /caf%C3%A9", "/caf\u00e9", "Disallow: /caf%C3%A9"),  # one spelling
     ("Disallow: /x\nUser-agent: crawler500\nDisallow: /y", "/x", None),  # ours, not *
+    ("Disallow: /x\nUser-agent: crawler500/1.0\nDisallow: /y", "/y", "Disallow: /y"),  # as sent
 ]
 
 
