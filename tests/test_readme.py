@@ -58,10 +58,11 @@ def read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def pages() -> list[Path]:
-    """Every markdown page of the repository that git knows of, the untracked ones too."""
+def pages(*patterns: str) -> list[Path]:
+    """Every file of the repository git knows of (the untracked ones too) that matches one
+    of ``patterns``: by default, every markdown page."""
     listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", *(patterns or ["*.md"])],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -1273,15 +1274,10 @@ MOJIBAKE = re.compile("[\u00c0-\u00ff][\u0080-\u00bf]")
 
 
 def test_no_page_holds_a_word_the_glossary_refuses_or_text_read_in_the_wrong_encoding() -> None:
-    files = subprocess.run(
-        ["git", "ls-files", "*.md", "*.toml", "*.py", "*.json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
     found = []
-    for name in files:
+    for name in (
+        path.relative_to(ROOT).as_posix() for path in pages("*.md", "*.toml", "*.py", "*.json")
+    ):
         if name == "shared/GLOSSARY.md" or name == "tests/test_readme.py":
             continue  # where the refused words are named, as refused
         text = (ROOT / name).read_text(encoding="utf-8")
