@@ -4,10 +4,12 @@ Stages 1 and 2 speak HTTP through shared/httpwire.py; stage 3 hands that to aioh
 it takes to make aiohttp's reading the same one (shared/REAL_WEB.md, "What a response
 means") lives here, apart from the crawler, so that stage 3's crawler.py holds the lesson
 and a diff against stage 2 shows only the change of style: one resolver, one socket
-factory, some session settings, and the pool's one subtlety, what a try is.
+factory, some session settings, and what a try is.
 
-A connection stays alive after its answer, in aiohttp's pool, for the next request to the
-same host: no new connect, no new TLS handshake.  Stages 1 and 2 open one per request.
+One connection per request, as in stages 1 and 2: aiohttp's connector keeps no pool
+(``force_close``).  A kept-alive connection would make a try depend on which connection
+it got: a server may close it on a request it read (sent again, was that a try?), and
+bytes a misbehaving response left on it would be read as the next page's answer.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from contextvars import ContextVar
 
 import aiohttp
 from aiohttp.abc import ResolveResult
@@ -24,54 +25,28 @@ from shared import USER_AGENT, observe
 from shared.httpwire import MAX_FIELD
 from shared.resolver import Answer, Destination, in_thread, lookup, settle, small_reads
 
-# Whether the request being sent went out on a connection taken from aiohttp's pool.  aiohttp
-# tells its trace configs (pool_trace) in the task that sends the request, and a ContextVar
-# is that task's own: each worker has its answer, however many send at once.
-REUSED: ContextVar[bool] = ContextVar("REUSED", default=False)
-
-
-def pool_trace() -> aiohttp.TraceConfig:
-    """A trace config that sets REUSED each time a request has its connection."""
-
-    async def new(*_: object) -> None:
-        REUSED.set(False)
-
-    async def from_pool(*_: object) -> None:
-        REUSED.set(True)
-
-    trace = aiohttp.TraceConfig()
-    trace.on_connection_create_end.append(new)
-    trace.on_connection_reuseconn.append(from_pool)
-    return trace
-
 
 class HungUp(aiohttp.ClientConnectionError):
-    """The server hung up on a request it saw: one on a new connection, or half answered."""
+    """The server hung up on a request it may have read: before its answer, or half way."""
 
 
-async def stale_is_free(
+async def every_send_a_try(
     request: aiohttp.ClientRequest, handler: aiohttp.ClientHandlerType
 ) -> aiohttp.ClientResponse:
-    """Send a request (a middleware of the session); a pooled connection found dead costs nothing.
+    """Send a request (a middleware of the session); a server that hung up costs a try.
 
-    A server may close an idle kept-alive connection whenever it likes, without a word; a
-    request sent on it dies before any byte of answer, and the server never saw it.  So such a
-    request goes again, on the next connection (each dead one is closed, never pooled again:
-    a new one at the latest after the pool).  The same death on a new connection means the
-    server took the request and hung up: a try lost, which --max-tries counts.  HungUp
-    carries it past aiohttp, which would quietly send that request a second time itself.
+    Each request goes out on a new connection, so a close before the whole answer means
+    the server may have read the request: a try, which --max-tries counts and --delay
+    spaces, as in stages 1 and 2.  aiohttp would quietly send such a request a second
+    time itself (RFC 9112, section 9.3.1, allows it for a kept-alive connection); HungUp,
+    an error it does not retry, carries the failure past it to fetch.
     """
-    while True:
-        REUSED.set(False)  # until aiohttp says it took a connection from the pool
-        try:
-            return await handler(request)  # suspends: connect (or reuse), send, read the head
-        except aiohttp.ClientConnectorError:
-            raise  # no connection at all: nothing was sent, and aiohttp sends nothing again
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-            # aiohttp's exc.message: the part of a head that came before the close, if any.
-            answered = isinstance(getattr(exc, "message", ""), aiohttp.http.RawResponseMessage)
-            if answered or not REUSED.get():
-                raise HungUp(f"{type(exc).__name__}: {exc}") from exc
+    try:
+        return await handler(request)  # suspends: connect, send, read the head
+    except aiohttp.ClientConnectorError:
+        raise  # no connection at all: nothing was sent, and aiohttp sends nothing again
+    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+        raise HungUp(f"{type(exc).__name__}: {exc}") from exc
 
 
 class FirstAddress(aiohttp.ThreadedResolver):
@@ -106,7 +81,7 @@ class FirstAddress(aiohttp.ThreadedResolver):
 
 
 def open_session(ssl_context: ssl.SSLContext, limit: int) -> aiohttp.ClientSession:
-    """A session for one crawl: at most ``limit`` connections.
+    """A session for one crawl: at most ``limit`` connections, each for one request.
 
     Use it as ``async with open_session(...) as session:``, as aiohttp.ClientSession.
     Whoever watches the crawl (shared/observe.py) hands the session the trace configs it
@@ -121,6 +96,9 @@ def open_session(ssl_context: ssl.SSLContext, limit: int) -> aiohttp.ClientSessi
         ssl=ssl_context,
         resolver=FirstAddress(),
         socket_factory=small_reads,  # a read at a time the loop can afford: see there
+        # No pool: each connection is closed after its one response, as in stages 1 and 2
+        # (aiohttp then says "Connection: close", as their requests do).  See the top.
+        force_close=True,
     )
     return aiohttp.ClientSession(
         connector=connector,
@@ -135,10 +113,7 @@ def open_session(ssl_context: ssl.SSLContext, limit: int) -> aiohttp.ClientSessi
         # aiohttp's line limits above ours, so that checked_head's decide, as in 1 and 2.
         max_line_size=2 * MAX_FIELD,
         max_field_size=2 * MAX_FIELD,
-        # A try is a request the server could have seen, as in stages 1 and 2: see
-        # stale_is_free for the one a pooled connection loses, which costs no try.  The
-        # two cost 1.3 KB per fetch in flight, and no CPU that could be measured apart from
-        # the noise (shared/tools/bench/RESULTS.md, "Stage 3's pool").
-        middlewares=(stale_is_free,),
-        trace_configs=[pool_trace(), *traces],  # pool_trace for stale_is_free
+        # A try is a request the server may have read, as in stages 1 and 2.
+        middlewares=(every_send_a_try,),
+        trace_configs=traces,
     )

@@ -335,6 +335,8 @@ class BaseCrawler:
         trying again (:meth:`give_up`).  The decision is the same in every stage; only
         how a stage starts the next try is its own.
         """
+        if isinstance(exc, TimeoutError) and not str(exc):  # asyncio.timeout's (stage 3)
+            exc = TimeoutError(f"no complete response within {self.options.timeout} s")
         if self.give_up(tries, exc):
             self.record_failure(url, tries, exc)
             return True

@@ -167,9 +167,15 @@ def checked_head(
     Returns its headers as _parse_head makes them: names in lower case, values decoded
     by :func:`header_text`, a repeated field's values joined with ", ".  Raises WireError
     for what stages 1 and 2 refuse and aiohttp lets through: another HTTP version, a
-    status below 100, a 101 nobody asked for, NUL or CR in the reason, a line too long.
+    status below 100, a 101 nobody asked for, NUL or CR in the reason, a line too long,
+    a head longer than MAX_HEAD.
     """
     status_line = f"HTTP/1.1 {status} {reason}".encode("utf-8", "surrogateescape")
+    fields = list(fields)
+    # aiohttp has no cap on the whole head: counted here as a server writes it, each field
+    # "Name: value" and CRLF (the spaces aiohttp trimmed from values are not known).
+    if len(status_line) + sum(len(name) + len(value) + 4 for name, value in fields) > MAX_HEAD:
+        raise WireError(f"header block longer than {MAX_HEAD} bytes")
     if version not in ((1, 0), (1, 1)) or not 100 <= status <= 999 or status == 101:
         shown = ".".join(map(str, version or ()))
         raise WireError(f"not HTTP/1.0 or 1.1, a status from 100 to 999 but 101: {shown} {status}")

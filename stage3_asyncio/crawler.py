@@ -37,9 +37,9 @@ class Crawler(BaseCrawler):
             self.q.put_nowait(item)
         self.robots_tasks: dict[str, asyncio.Task[None]] = {}  # robots.txt URL -> its fetch
         self.host_slots: dict[str, asyncio.Semaphore] = {}  # host -> its --max-per-host slots
-        # One session for the crawl: its pool keeps a connection alive after its answer, for
-        # the next request to the same host.  How it is set to read the wire as stages 1 and
-        # 2 do, and to count a try as they do, is shared/aiohttp_wire.py's business.
+        # One session for the crawl, one connection per request as in stages 1 and 2.  How it
+        # is set to read the wire as they do, and to count a try as they do, is
+        # shared/aiohttp_wire.py's business.
         async with open_session(self.ssl_context, self.max_tasks) as self.session:
             workers = [
                 asyncio.create_task(self.work(), name=f"worker-{i}") for i in range(self.max_tasks)

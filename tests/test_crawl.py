@@ -201,8 +201,13 @@ def crawl_the_hostile_site(
 
 
 def test_hostile_pages_end_as_records_and_the_crawl_finishes(stage: ModuleType) -> None:
-    """Silence, resets, short bodies, garbage, 20 MB and binary: no hang, no crash."""
-    crawl_the_hostile_site(stage.crawl, 30)
+    """Silence, resets, short bodies, garbage, 20 MB and binary: no hang, no crash.
+
+    A try that timed out says so with its bound, in every stage.
+    """
+    result, base_url = crawl_the_hostile_site(stage.crawl, 30)
+    silent = result.by_url()[base_url + "hostile/silent"].error or ""
+    assert silent.startswith("TimeoutError: ") and silent.endswith(" 0.5 s"), silent
 
 
 def test_the_threaded_baseline_retries_and_times_out_like_the_stages() -> None:

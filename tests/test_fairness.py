@@ -28,7 +28,8 @@ from shared.crawling import Options
 from shared.report import CrawlResult, FetchStatistic
 from shared.testsite import TRAPS, ServerTLS, Site, serve
 from shared.testsite.endless import ENDLESS, ENDLESS_FAILING, KEEPALIVE_PAGES
-from shared.testsite.oracle import assert_matches_oracle
+from shared.testsite.oracle import assert_matches_oracle, expected_fields, fields
+from shared.testsite.traps import HANGUP_KEPT_PAGES, HOSTILE
 from shared.tools.instruments import watching
 from shared.tools.instruments.timeline import Timeline
 
@@ -172,8 +173,8 @@ def test_no_url_fails_against_a_server_that_closes_each_connection_unannounced(
     """One response per connection, no `Connection: close`, and --max-tries 1: no URL lost.
 
     Redirects and their targets, one right after the other, are where a client that
-    keeps connections alive takes a dead one from its pool: the traps have a dozen.
-    Stage 3 pools, and sends such a request again at no cost of a try (stale_is_free).
+    keeps connections alive would take a dead one from its pool: the traps have a dozen.
+    No stage keeps one: each request has a connection of its own, so none meets a close.
     """
     site = Site(pages=30, silent_close=True)
     with serve(site) as base_url:
@@ -285,17 +286,17 @@ def port(base_url: str) -> int:
     return int(base_url.rstrip("/").rpartition(":")[2])
 
 
-# --- stage 3 counts tries as the others do -------------------------------------------------
-# Stage 3 counts them with aiohttp's middlewares and trace configs: `nox -s aiohttp_floor`
-# runs these (and the rest of this file) on the oldest aiohttp that pyproject.toml allows.
+# --- every stage counts a try as a request the server may have read ------------------------
+# Stage 3 counts them with an aiohttp middleware, on a connection per request: `nox -s
+# aiohttp_floor` runs these (and the rest of this file) on the oldest aiohttp allowed.
 
 
 def test_a_dropped_connection_costs_one_try_and_one_request(stage: ModuleType) -> None:
     """The flaky page hangs up on its first two requests: three tries, three requests.
 
-    One worker, the flaky page reached by a link: stage 3 sends it on a connection kept
-    alive from the page before, which the site closes unseen, as a stale one; that costs
-    no try.  aiohttp alone sends a dropped request twice: 2 tries, 3 requests.
+    One worker, the flaky page reached by a link, each try on a new connection, in every
+    stage.  aiohttp alone sends a request the server hung up on a second time, unasked:
+    2 tries, 3 requests.
     """
     site = Site(pages=1)
     with serve(site) as base_url:
@@ -304,3 +305,38 @@ def test_a_dropped_connection_costs_one_try_and_one_request(stage: ModuleType) -
     record = result.by_url()[flaky]
     assert (record.status, record.tries) == (200, 3)
     assert site.requests[TRAPS["flaky"]] == 3
+
+
+def test_a_request_the_server_read_and_hung_up_on_is_a_try(stage: ModuleType) -> None:
+    """--max-tries 1, one worker: the server sees each hangup-kept page once, answered once.
+
+    Each hangup-kept page keeps its connection open and hangs up on the next request sent
+    on it, after counting it.  A crawler that reused that connection would see a failed
+    try, or would send the page again unrecorded; a connection per request sees neither.
+    """
+    site = Site(pages=1, traps=False, hostile=True)
+    with serve(site) as base_url:
+        start = base_url + HOSTILE["hangup-kept"].lstrip("/")
+        options = Options(ignore_robots=True, max_tries=1, max_tasks=1)
+        result = stage.crawl([start], options)
+        expected = site.expected(base_url, max_tries=1)
+    kept = [HOSTILE["hangup-kept"], *HANGUP_KEPT_PAGES]
+    origin = base_url.rstrip("/")
+    assert {origin + path for path in kept} == result.urls
+    for path in kept:
+        got = result.by_url()[origin + path]
+        assert fields(got) == expected_fields(expected[origin + path]), got
+    assert dict(site.requests) == dict.fromkeys(kept, 1)
+
+
+def test_a_hangup_kept_page_counts_the_next_request_on_its_connection_then_closes() -> None:
+    site = Site(pages=1, traps=False, hostile=True)
+    with serve(site) as base_url:
+        conn = http.client.HTTPConnection("127.0.0.1", port(base_url), timeout=10)
+        conn.request("GET", HOSTILE["hangup-kept"])
+        assert conn.getresponse().read().count(b"<a href") == len(HANGUP_KEPT_PAGES)
+        conn.request("GET", HANGUP_KEPT_PAGES[0])  # on the same connection, kept alive
+        with pytest.raises(http.client.RemoteDisconnected):
+            conn.getresponse()
+        conn.close()
+    assert dict(site.requests) == {HOSTILE["hangup-kept"]: 1, HANGUP_KEPT_PAGES[0]: 1}

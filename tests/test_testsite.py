@@ -594,6 +594,7 @@ def test_wire_oracle_needs_the_stage_and_gives_stage_3_its_own_records() -> None
     documented = ("length-shorter", "no-content-body", "chunk-huge", "chunk-extension")
     documented += ("trailers-endless",)
     documented += ("length-list", "length-twice")
+    documented += ("chunk-extension-spaces", "chunked-bare-lf", "chunk-last-unended")
     assert differ == by_stage == {f"{origin}/wire/{name}" for name in documented}
     for path, case in wire_cases().items():
         assert bool(case.stage3) == bool(case.why), f"{path}: a stage 3 record needs its why"

@@ -74,6 +74,9 @@ _CUT_BODY = _TRICKLED + b"r" * 2000  # the start of a body of 100,000 bytes
 _spent: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
 # Connections that have carried a request: a client that pools sends its next one on them.
 _used: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
+# Connections that have had a hangup-kept page (traps.py): the next request on one is
+# read, counted, and met with a close.
+_hang_up: weakref.WeakSet[asyncio.BaseTransport] = weakref.WeakSet()
 
 
 def endless_pages() -> dict[str, Resource]:
@@ -114,6 +117,17 @@ def spend(request: web.Request) -> None:
     """Give the request's connection its one response: the next request on it is refused."""
     if request.transport is not None:
         _spent.add(request.transport)
+
+
+def hang_up_next(request: web.Request) -> None:
+    """Let the request's connection stay open for one more request, which it hangs up on."""
+    if request.transport is not None:
+        _hang_up.add(request.transport)
+
+
+def hangs_up(request: web.Request) -> bool:
+    """True if the request came on a connection that hangs up on its next request."""
+    return request.transport is not None and request.transport in _hang_up
 
 
 async def misbehave(site: Site, request: web.Request, path: str, kind: str) -> bool:

@@ -105,6 +105,29 @@ def length_list(raw: bytes) -> WireCase:
     )
 
 
+def head_of(size: int) -> bytes:
+    """A 200 page whose head, up to its blank line, is ``size`` bytes: fields of padding."""
+    bare = response("200 OK", [FIELD_HTML], HUB_PAGE)
+    missing = size - bare.index(b"\r\n\r\n")
+    count = -(-missing // 8000)  # each field well under the 8190 bytes a field may have
+    lengths = [missing // count] * count
+    lengths[0] += missing % count
+    # Each "X-Pad-NN: " field and its CRLF is 12 bytes more than its value.
+    pads = [b"X-Pad-%02d: " % i + b"v" * (n - 12) for i, n in enumerate(lengths)]
+    return response("200 OK", [FIELD_HTML, *pads], HUB_PAGE)
+
+
+def chunked_as(eol: bytes) -> bytes:
+    """HUB_PAGE as one chunk and the last chunk, each chunk-size line ended by ``eol``."""
+    return b"%x%s%s\r\n0%s\r\n" % (len(HUB_PAGE), eol, HUB_PAGE, eol)
+
+
+def stage3_refuses(raw: bytes, why: str) -> WireCase:
+    """A page, whose framing the parser of aiohttp's wheels (llhttp) refuses: an error."""
+    meaning = Resource(kind=WIRE, body=raw, links=(WIRE_HUB,))
+    return WireCase(meaning, Resource(kind=WIRE_ERROR, content_type=None), why)
+
+
 @cache
 def gzip_bomb() -> bytes:
     """A gzip stream of BOMB_SIZE spaces: about 16 KB on the wire."""
@@ -136,6 +159,8 @@ COOKIE_GATED = "/wire/land/cookie-gated"
 #: The longest status line, and the longest field (name and value, without the colon and
 #: the spaces or tabs around the value) that every stage takes.
 LIMIT = 8190
+#: The longest head (status line and fields, up to the blank line) that every stage takes.
+HEAD_LIMIT = 64 * 1024
 
 
 @cache
@@ -295,6 +320,29 @@ def wire_cases() -> dict[str, WireCase]:
             "the last chunk before that; stages 1 and 2 stop at the last chunk, as they ignore "
             "trailers",
         ),
+        # Chunked framing that RFC 9112 allows, or tolerates, and llhttp refuses.
+        "chunk-extension-spaces": stage3_refuses(
+            response("200 OK", [FIELD_HTML, CHUNKED], chunked_as(b" ; a = b\r\n"), False),
+            "llhttp refuses a space or tab around a chunk extension's ';' and '=' (the BWS "
+            "of RFC 9112, section 7.1.1) and no setting of aiohttp's allows it: each try "
+            "fails ('Invalid character in chunk extensions'); stages 1 and 2 read the page",
+        ),
+        "chunked-bare-lf": stage3_refuses(
+            response("200 OK", [FIELD_HTML, CHUNKED], chunked_as(b"\n"), False),
+            "llhttp refuses a bare LF ending a chunk-size line ('Expected LF after chunk "
+            "size'), which RFC 9112 (section 2.2) lets a recipient take as a line's end, as "
+            "stages 1 and 2 do for every line of the head and the framing",
+        ),
+        "chunk-last-unended": stage3_refuses(
+            response("200 OK", [FIELD_HTML, CHUNKED], chunked_as(b"\r\n")[:-2], False),
+            "after the last chunk, stages 1 and 2 stop (the body is all there, the request "
+            "said Connection: close); llhttp waits for the CRLF that ends the trailers, "
+            "and the server's close makes each try an error (a server that stays open, "
+            "a timeout)",
+        ),
+        # The whole head at its cap, and one byte past it (aiohttp has none: checked_head).
+        "head-at-limit": page(head_of(HEAD_LIMIT)),
+        "head-past-limit": broken(head_of(HEAD_LIMIT + 1)),
         # The status line: a NUL in the reason phrase; an HTTP version other than 1.0 and
         # 1.1; a status below 100; a 101 Switching Protocols nobody asked for, then a 200.
         "reason-nul": broken(response("200 O\x00K", [FIELD_HTML], HUB_PAGE)),

@@ -109,6 +109,8 @@ async def handle(site: Site, request: web.Request) -> web.StreamResponse:
         return send_raw(request, b"")
     site.arrived(host, path, request.headers.get("User-Agent", ""))
     try:
+        if endless.hangs_up(request):  # a hangup-kept page's connection: seen, then closed
+            return send_raw(request, b"")
         if site.latency > 0:
             await asyncio.sleep(site.latency)
         if site.silent_close or res.kind == "keepalive-silent":
@@ -150,6 +152,8 @@ async def answer(site: Site, request: web.Request, path: str, res: Resource) -> 
         length = f"Content-Length: {len(res.body)}\r\n".encode()
         head = b"HTTP/1.1 200 OK\r\n" + length + b"Connection: close\r\n\r\n"
         return send_raw(request, head + res.body)
+    if kind == "hangup-kept":  # the next request on this connection is hung up on
+        endless.hang_up_next(request)
     if kind == "wide" and site.wide_delay > 0:
         await asyncio.sleep(site.wide_delay)
     body = site.render_page(res.page, origin) if kind == "page" else fill(res.body, origin)

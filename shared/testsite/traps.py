@@ -104,8 +104,12 @@ TRAPS: dict[str, str] = {
 
 #: Hostile page name -> path (present with ``hostile=True``).
 HOSTILE: dict[str, str] = {
-    name: f"/hostile/{name}" for name in ("silent", "reset", "short", "garbage", "huge", "binary")
+    name: f"/hostile/{name}"
+    for name in ("silent", "reset", "short", "garbage", "huge", "binary", "hangup-kept")
 }
+#: The pages the hangup-kept page links to, answered the same way: a client that keeps
+#: connections alive sends one of them on a connection whose next request is hung up on.
+HANGUP_KEPT_PAGES = tuple(f"{HOSTILE['hangup-kept']}/{n}" for n in range(1, 4))
 
 #: Path prefixes that the site's robots.txt forbids (with ``robots="rules"``).
 DISALLOWED = ("/traps/private/", "/p/7")
@@ -589,6 +593,18 @@ def hostile_pages() -> dict[str, Resource]:
             found[path] = Resource(kind=name, content_type="text/html", body=binary_body())
         elif name == "huge":
             found[path] = Resource(kind=name, content_type=HTML)
+        elif name == "hangup-kept":
+            # An ordinary page, whose connection stays open after it (unless the request
+            # said Connection: close): the next request on it is read, counted, and met
+            # with a close (server.py).  A server may do so (RFC 9112, section 9.6); the
+            # request was seen, so sending it again is a try, in every stage.
+            links = [p.removeprefix(path + "/") for p in HANGUP_KEPT_PAGES]
+            inner = "".join(f'<p><a href="hangup-kept/{link}">{link}</a></p>' for link in links)
+            page = html_page("Kept alive, then hung up", inner, HANGUP_KEPT_PAGES)
+            found[path] = dataclasses.replace(page, kind=name)
+            for child in HANGUP_KEPT_PAGES:
+                page = html_page(f"Kept alive {child[-1]}", "<p>Nothing more.</p>", ())
+                found[child] = dataclasses.replace(page, kind=name)
         else:
             found[path] = Resource(kind=name, content_type=None)
     return found
