@@ -243,9 +243,8 @@ CAPTION = (
     "than --max-tasks are in flight mean something else holds the crawler back (its own "
     "work, --delay, --max-per-host, robots.txt). First step: the root page alone, nothing "
     "queued yet; then the pages it links to. Orange spikes: fetches begun together whose "
-    "connects wait to be noticed while the crawler is busy with the responses before them "
-    "(stage 3 mostly reuses pooled connections). Thin tail: a chain of redirects, one hop "
-    "at a time."
+    "connects wait to be noticed while the crawler is busy with the responses before them. "
+    "Thin tail: a chain of redirects, one hop at a time."
 )
 
 
