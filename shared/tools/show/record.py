@@ -279,10 +279,13 @@ class Stage1Look(Look):
         timers, next_ms = self.timers(handles, lambda h: h.when, now)
         ready = sum(1 for handle in handles if handle.when <= now)  # call_soon is a timer
         sockets = []
+        fetchers = {id(f) for f in getattr(self.rec.crawler, "fetchers", {}).values()}
         for key in loop.selector.get_map().values():
             fd = key.fd
+            # A Fetcher's socket is its actor's; the loop's own (Ctrl-C's, the name lookups'
+            # wake-up) belong to no actor.
             owner = getattr(key.data, "__self__", None)
-            actor = self.fetcher(owner) if owner is not None else -1
+            actor = self.fetcher(owner) if id(owner) in fetchers else -1
             name = getattr(key.data, "__name__", "?")
             sockets.append((fd, events(key.events), actor, name))
         waits = []
