@@ -142,6 +142,23 @@ def test_work_parks_pages_until_their_robots_txt_is_in() -> None:
 
 
 @pytest.mark.task(taskno=1)
+def test_a_parked_page_holds_no_slot_of_max_tasks() -> None:
+    """--max-tasks 2: one origin's robots.txt takes one slot, its pages park without one,
+    and the other origin's robots.txt takes the second."""
+    crawler = Harness(Options(max_tasks=2))
+    other = "http://127.0.0.2:9/"
+    crawler.q.extend([(ROOT, 10), (ROOT + "a", 10), (ROOT + "b", 10), (other, 10)])
+    try:
+        work(crawler)
+        started = list(crawler.fetchers)
+        assert started == [ROOT + "robots.txt", other + "robots.txt"], reason(
+            "s1-work.parked-holds-a-slot", started=started, waiting=queued(crawler)
+        )
+    finally:
+        crawler.close_all()
+
+
+@pytest.mark.task(taskno=1)
 def test_work_leaves_out_what_begin_refuses() -> None:
     """With --max-pages 2 spent, the other URLs leave the queue without a fetch."""
     crawler = Harness(Options(max_tasks=10, max_pages=2, ignore_robots=True))
