@@ -9,6 +9,7 @@ EventLoop for a limited time, so a lost wake-up fails a test instead of hanging 
 
 from __future__ import annotations
 
+import contextlib
 import asyncio
 import io
 import traceback
@@ -192,6 +193,25 @@ def test_an_exception_leaving_the_async_def_fails_its_task(
     assert "broken" in names, reason("s2-await.the-traceback-must-show-the", names=names)
     text = "\n".join(str(r) for r in logged if r.name == "stage2_generators.loop")
     assert "Exception in callback" not in text, reason("s2-await.the-step-let-the-error")
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.parametrize("ending", ["return", "raise"])
+def test_a_step_takes_its_task_out_of_running_however_it_ends(loop: EventLoop, ending: str) -> None:
+    """The last step of a task ends in a return or an error, not a pause: the task leaves
+    tasks._running all the same (timeout() takes the running task from there)."""
+
+    async def ends() -> str:
+        await wait(sleep(0.01))
+        if ending == "raise":
+            raise KeyError("no such page")
+        return "done"
+
+    task = Task(ends())
+    with contextlib.suppress(KeyError):
+        run(loop, task)
+    left, tasks._running[:] = list(tasks._running), []  # no test after this one inherits it
+    assert left == [], reason("s2-await.running-left", ending=ending, left=left)
 
 
 class Listener(Observer):
