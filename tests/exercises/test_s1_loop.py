@@ -206,7 +206,7 @@ def test_a_socket_unregistered_earlier_in_the_same_turn_runs_nothing(
             loop.unregister(other)
             if fd_reused:
                 other.close()
-                new, peer = pair()
+                new, _ = pair()
                 if new.fileno() != fd:  # put it on the freed fd, as socket() may
                     os.dup2(new.fileno(), fd)
                     new = socket.socket(fileno=fd)

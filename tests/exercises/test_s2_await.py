@@ -9,8 +9,8 @@ EventLoop for a limited time, so a lost wake-up fails a test instead of hanging 
 
 from __future__ import annotations
 
-import contextlib
 import asyncio
+import contextlib
 import io
 import traceback
 from typing import Any
