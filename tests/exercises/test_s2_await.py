@@ -104,7 +104,10 @@ def test_await_raises_the_futures_exception_at_the_await(loop: EventLoop) -> Non
     fut: Future[int] = Future()
     fut.set_exception(ValueError("bad page"))
     with raises(ValueError, reason("s2-await.no-exception-at-the-await")):
-        resume(waiter(fut), expected=(ValueError,))
+        try:
+            resume(waiter(fut), expected=(ValueError,))
+        except StopIteration as stop:  # the await returned: say what it gave
+            pytest.fail(reason("s2-await.failed-future-returned", value=repr(stop.value)))
 
 
 @pytest.mark.task(taskno=1)
