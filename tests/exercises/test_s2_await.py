@@ -282,7 +282,7 @@ def test_cancel_lands_at_the_await_and_the_task_is_cancelled(loop: EventLoop) ->
     task = Task(forever())
     loop.call_later(0.01, task.cancel)
     unsettled = reason("s2-await.cancelled-task-unsettled")
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, reason("s2-await.cancel-became-a-result")):
         run(loop, task, explain=lambda: unsettled if cleaned else "")
     assert cleaned == ["finally ran"], reason("s2-await.cancel-must-land-at-the")
     assert task.cancelled(), reason("s2-await.cancelled-not-failed")
