@@ -49,7 +49,8 @@ def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, i
 @pytest.mark.task(taskno=1)
 def test_stage1_a_full_host_lines_urls_up_first_come_and_a_free_slot_wakes_one() -> None:
     """Stage 1's line, without a crawl: a full host keeps its URLs in the order they came
-    and leaves the queue alone; a URL that finds room wakes the first in line, one only."""
+    and leaves the queue alone; a URL that finds room wakes the first in line, one only, to
+    the front of the queue: it waited longest."""
     crawler = importlib.import_module("stage1_callbacks.crawler").Crawler([], Options())
     base, host = "http://127.0.0.1:9/", host_key("http://127.0.0.1:9/")
     crawler.q, crawler.host_lines = deque(), defaultdict(deque)
@@ -61,11 +62,12 @@ def test_stage1_a_full_host_lines_urls_up_first_come_and_a_free_slot_wakes_one()
         "per-host.stage1-line", said=said, line=line, queue=queue
     )
     crawler.host_load[host] -= 1  # a fetch of the host ended: one slot is free
+    crawler.q.append(("http://127.0.0.2:9/x", 10))  # another host's URL, queued meanwhile
     let_through = crawler.host_slot(base + "d", 10)
     line = [url.removeprefix(base) for url, _ in crawler.host_lines[host]]
     queue = [url.removeprefix(base) for url, _ in crawler.q]
     assert let_through is True, reason("per-host.stage1-room")
-    assert queue == ["a"] and line == ["b", "c"], reason(
+    assert queue == ["a", "http://127.0.0.2:9/x"] and line == ["b", "c"], reason(
         "per-host.stage1-wake-one", line=line, queue=queue
     )
 

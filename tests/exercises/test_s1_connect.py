@@ -411,7 +411,9 @@ def test_a_late_answer_is_dropped(ended_by: str, answer: str) -> None:
         finally:
             fetcher.close()
             crawler.loop.close()
-    assert not crawler.errors[: errors[0]], reason("s1-connect.escaped", errors=crawler.errors)
+    assert not crawler.errors[: errors[0]], reason(
+        "s1-connect.escaped", errors=repr(crawler.errors)
+    )
     if crawler.errors:
         pytest.fail(reason("s1-connect.late-answer-raised", error=repr(crawler.errors[0])))
     assert not made, reason("s1-connect.late-answer-made-a-socket")
@@ -461,8 +463,19 @@ def test_a_connect_that_succeeds_goes_on_to_the_request(monkeypatch: pytest.Monk
 def test_an_https_connect_goes_on_to_the_tls_handshake(
     monkeypatch: pytest.MonkeyPatch, test_ca: ServerTLS
 ) -> None:
-    """Over https, the connected socket is wrapped in TLS and the handshake comes next."""
+    """Over https, the connected socket is wrapped in TLS and the handshake comes next; the
+    selector then watches the TLS socket, the one the try uses, not the plain one it wraps."""
     at_once = spy_at_once(monkeypatch, "_on_handshake")
+    handshake, stale = Fetcher._on_handshake, []
+
+    def watched(self: Fetcher, key: Any, mask: int) -> None:
+        handshake(self, key, mask)
+        sock = self.sock
+        held = self.loop.selector.get_map().get(sock.fileno()) if sock is not None else None
+        if held is not None and held.fileobj is not sock:
+            stale.append(self.url)
+
+    monkeypatch.setattr(Fetcher, "_on_handshake", watched)
     site = Site(pages=4, traps=False)
     with serve(site, tls=test_ca) as base:
         options = Options(cafile=test_ca.cafile, ignore_robots=True)
@@ -471,3 +484,4 @@ def test_an_https_connect_goes_on_to_the_tls_handshake(
         assert_matches_oracle(result, site.expected(base, ignore_robots=True))
     later = sorted(url for url, now in at_once.items() if not now)
     assert not later, reason("s1-connect.a-turn-for-nothing", step="_on_handshake", urls=later)
+    assert not stale, reason("s1-connect.plain-socket-still-registered", urls=sorted(set(stale)))

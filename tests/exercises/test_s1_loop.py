@@ -9,6 +9,7 @@ what went wrong instead of running into the time limit.
 
 from __future__ import annotations
 
+import os
 import selectors
 import signal
 import socket
@@ -185,17 +186,32 @@ def test_a_callback_that_raises_goes_to_the_handler_and_the_turn_goes_on(
 
 
 @pytest.mark.task(taskno=1)
+@pytest.mark.parametrize("fd_reused", [False, True])
 def test_a_socket_unregistered_earlier_in_the_same_turn_runs_nothing(
-    loop: EventLoop, pair: Callable[[], Pair]
+    loop: EventLoop, pair: Callable[[], Pair], fd_reused: bool
 ) -> None:
+    """Whichever callback runs first unregisters the other socket, as a fetch does when it
+    closes its socket.  With ``fd_reused`` it also closes it and registers a new socket on
+    the same file descriptor, as the next fetch's socket() may get it: the stale key of
+    select()'s answer names a registered fd, but not the key registered for it now."""
     one, one_peer = pair()
     two, two_peer = pair()
     seen, record = recorder()
+    heirs: list[socket.socket] = []
 
     def runs_and_unregisters(me: str, other: socket.socket) -> Callback:
         def callback(key: selectors.SelectorKey, mask: int) -> None:
             record(me)
-            loop.unregister(other)  # as a fetch does when it closes its socket
+            fd = other.fileno()
+            loop.unregister(other)
+            if fd_reused:
+                other.close()
+                new, _ = pair()
+                if new.fileno() != fd:  # put it on the freed fd, as socket() may
+                    os.dup2(new.fileno(), fd)
+                    new = socket.socket(fileno=fd)
+                    heirs.append(new)
+                loop.register(new, READ, record)
 
         return callback
 
@@ -203,7 +219,14 @@ def test_a_socket_unregistered_earlier_in_the_same_turn_runs_nothing(
     loop.register(two, READ, runs_and_unregisters("two", one))
     one_peer.send(b"x")
     two_peer.send(b"x")
-    loop.run_once()  # select() reports both; whichever runs first unregisters the other
+    try:
+        loop.run_once()  # select() reports both; whichever runs first unregisters the other
+    finally:
+        for sock in heirs:
+            loop.unregister(sock)
+            sock.close()
+    if fd_reused:
+        assert len(seen) == 1, reason("s1-loop.stale-key-ran", seen=seen)
     assert len(seen) == 1, reason("s1-loop.unregistered-ran", seen=seen)
 
 

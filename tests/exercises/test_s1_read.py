@@ -109,7 +109,10 @@ def test_a_full_socket_waits_and_a_broken_one_fails_the_try(
     fetcher.sock, fetcher.unsent = sock, b"GET / HTTP/1.1\r\n\r\n"
     try:
         crawler.loop.register(sock, EVENT_WRITE, fetcher._on_writable)
-        fetcher._on_writable(crawler.loop.selector.get_key(sock), EVENT_WRITE)
+        try:
+            fetcher._on_writable(crawler.loop.selector.get_key(sock), EVENT_WRITE)
+        except OSError as raised:
+            pytest.fail(reason("s1-read.send-error-escaped", error=repr(raised)))
         key = crawler.loop.selector.get_map().get(sock.fileno())
         waiting = key is not None and (key.events, key.data) == (EVENT_WRITE, fetcher._on_writable)
         if waits:

@@ -13,6 +13,7 @@ a bug is planted in the crawler with monkeypatch.
 from __future__ import annotations
 
 import traceback
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -57,15 +58,17 @@ def plant_parse_bug(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
 
 
 @pytest.mark.task(taskno=1)
+@pytest.mark.parametrize("max_tasks", [1, 10])
 def test_a_page_whose_parsing_raises_is_recorded_and_the_crawl_goes_on(
-    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop]
+    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop], max_tasks: int
 ) -> None:
     """/b's links cannot be read: /b is a failed record, /d (linked from /b only) is never
-    found, and every other page is crawled."""
+    found, and every other page is crawled.  With one fetch at a time, only the failed
+    fetch's way out through finished() can start the next."""
     plant_parse_bug(monkeypatch, "/b")
     with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         try:
-            result = stage1_callbacks.crawl([base], OPTIONS)
+            result = stage1_callbacks.crawl([base], replace(OPTIONS, max_tasks=max_tasks))
         except RuntimeError as exc:
             pytest.fail(reason("s1-stack-ripping.crawl-stopped", error=repr(exc)))
     records = by_path(result, base)
@@ -83,21 +86,26 @@ def test_a_page_whose_parsing_raises_is_recorded_and_the_crawl_goes_on(
 
 
 @pytest.mark.task(taskno=1)
+@pytest.mark.parametrize("on_try", [1, 2])
 def test_a_callback_that_raises_with_its_socket_open_has_its_try_closed(
-    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop]
+    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop], on_try: int
 ) -> None:
-    """The Fetcher raised before it could close its socket: callback_failed closes it."""
+    """The Fetcher raised before it could close its socket: callback_failed closes it.
+    On a retry too (its first try lost to a reset): a bug is recorded as one try."""
     original = Fetcher._on_readable
 
     def on_readable(self: Fetcher, key: Any, mask: int) -> None:
         if self.url.endswith("/b"):
+            if self.tries < on_try:
+                self._fail(ConnectionResetError("reset by the test"))
+                return
             raise RuntimeError("reader bug")
         original(self, key, mask)
 
     monkeypatch.setattr(Fetcher, "_on_readable", on_readable)
     with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         try:
-            result = stage1_callbacks.crawl([base], OPTIONS)
+            result = stage1_callbacks.crawl([base], replace(OPTIONS, max_tries=on_try))
         except RuntimeError as exc:
             pytest.fail(reason("s1-stack-ripping.came-out", error=repr(exc)))
     assert len(result.fetches) == len(result.urls), reason(

@@ -10,6 +10,7 @@ EventLoop for a limited time, so a lost wake-up fails a test instead of hanging 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import traceback
 from typing import Any
@@ -103,7 +104,10 @@ def test_await_raises_the_futures_exception_at_the_await(loop: EventLoop) -> Non
     fut: Future[int] = Future()
     fut.set_exception(ValueError("bad page"))
     with raises(ValueError, reason("s2-await.no-exception-at-the-await")):
-        resume(waiter(fut), expected=(ValueError,))
+        try:
+            resume(waiter(fut), expected=(ValueError,))
+        except StopIteration as stop:  # the await returned: say what it gave
+            pytest.fail(reason("s2-await.failed-future-returned", value=repr(stop.value)))
 
 
 @pytest.mark.task(taskno=1)
@@ -194,6 +198,25 @@ def test_an_exception_leaving_the_async_def_fails_its_task(
     assert "Exception in callback" not in text, reason("s2-await.the-step-let-the-error")
 
 
+@pytest.mark.task(taskno=2)
+@pytest.mark.parametrize("ending", ["return", "raise"])
+def test_a_step_takes_its_task_out_of_running_however_it_ends(loop: EventLoop, ending: str) -> None:
+    """The last step of a task ends in a return or an error, not a pause: the task leaves
+    tasks._running all the same (timeout() takes the running task from there)."""
+
+    async def ends() -> str:
+        await wait(sleep(0.01))
+        if ending == "raise":
+            raise KeyError("no such page")
+        return "done"
+
+    task = Task(ends())
+    with contextlib.suppress(KeyError):
+        run(loop, task)
+    left, tasks._running[:] = list(tasks._running), []  # no test after this one inherits it
+    assert left == [], reason("s2-await.running-left", ending=ending, left=left)
+
+
 class Listener(Observer):
     """Someone watching (as --trace does): keeps what each step resumes its task with."""
 
@@ -259,7 +282,7 @@ def test_cancel_lands_at_the_await_and_the_task_is_cancelled(loop: EventLoop) ->
     task = Task(forever())
     loop.call_later(0.01, task.cancel)
     unsettled = reason("s2-await.cancelled-task-unsettled")
-    with pytest.raises(CancelledError):
+    with raises(CancelledError, reason("s2-await.cancel-became-a-result")):
         run(loop, task, explain=lambda: unsettled if cleaned else "")
     assert cleaned == ["finally ran"], reason("s2-await.cancel-must-land-at-the")
     assert task.cancelled(), reason("s2-await.cancelled-not-failed")

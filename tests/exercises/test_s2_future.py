@@ -189,12 +189,12 @@ def stack_depth() -> int:
 
 
 @contextlib.contextmanager
-def returned_instead() -> Iterator[None]:
+def returned_instead(key: str = "s2-future.failed-future-returned") -> Iterator[None]:
     """Say so when `yield from` a failed future returned (StopIteration) instead of raising."""
     try:
         yield
     except StopIteration as stop:
-        pytest.fail(reason("s2-future.failed-future-returned", value=repr(stop.value)))
+        pytest.fail(reason(key, value=repr(stop.value)))
 
 
 @pytest.mark.task(taskno=3)
@@ -234,7 +234,7 @@ def test_a_failed_future_raises_at_the_yield_from(loop: EventLoop) -> None:
         coro.send(None)
     cancelled: Future[int] = Future()
     cancelled.cancel()
-    with pytest.raises(CancelledError):
+    with pytest.raises(CancelledError), returned_instead("s2-future.cancelled-future-returned"):
         waiter(cancelled).send(None)
 
 

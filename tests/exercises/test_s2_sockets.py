@@ -18,6 +18,7 @@ import pytest
 from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
+from stage2_generators.events import get_running_loop
 from stage2_generators.futures import CancelledError, Coroutine
 from stage2_generators.loop import EventLoop
 from stage2_generators.sockets import _when_ready, sock_connect, sock_recv, sock_sendall
@@ -309,6 +310,54 @@ def test_a_connect_that_ends_at_once_costs_no_wait(loop: EventLoop, error: OSErr
             coro.close()  # a coroutine that paused unregisters its socket in its finally
         wanted = "instant-connect-waited" if error is None else "instant-error-lost"
         pytest.fail(reason(f"s2-sockets.{wanted}", error=repr(error), yielded=repr(yielded)))
+
+
+class Late(socket.socket):
+    """A socket whose connect() is begun, and refused a moment later, as across a network:
+    it turns writable only then, and only then does SO_ERROR hold the refusal."""
+
+    def __init__(self) -> None:
+        mine, self.peer = socket.socketpair()
+        super().__init__(fileno=mine.detach())
+        self.setblocking(False)
+        self.peer.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:  # fill the buffer: not writable while the "handshake" goes on
+                self.send(b"x" * 65536)
+        self.refused = False
+
+    def connect(self, address: object) -> None:
+        """Begin the connect; its refusal arrives 10 ms later."""
+        get_running_loop().call_later(0.01, self.refuse)
+        raise BlockingIOError(errno.EINPROGRESS, "in progress")
+
+    def refuse(self) -> None:
+        """The handshake ends, refused: writable at last, SO_ERROR set."""
+        with contextlib.suppress(BlockingIOError):
+            while self.peer.recv(65536):
+                pass
+        self.refused = True
+
+    def getsockopt(self, level: int, option: int, *args: Any) -> Any:
+        """SO_ERROR is 0 until the refusal arrives."""
+        if (level, option) == (socket.SOL_SOCKET, socket.SO_ERROR):
+            return errno.ECONNREFUSED if self.refused else 0
+        return super().getsockopt(level, option, *args)
+
+    def close(self) -> None:
+        """Close both ends."""
+        self.peer.close()
+        super().close()
+
+
+@pytest.mark.task(taskno=2)
+def test_a_refusal_that_arrives_later_is_read_once_writable(loop: EventLoop) -> None:
+    """Across a network the refusal comes a round trip after connect(): SO_ERROR is 0 until
+    the socket turns writable, so it is read then, not before the wait."""
+    with Late() as sock:
+        with raises(ConnectionRefusedError, reason("s2-sockets.so-error-too-early")):
+            run(loop, sock_connect(sock, ("127.0.0.1", 9)), explain=lambda: WRITABLE)
+        assert loop.remove_writer(sock) is False, reason("s2-sockets.still-writing")
 
 
 @pytest.mark.task(taskno=2)

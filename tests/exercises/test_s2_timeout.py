@@ -369,6 +369,31 @@ def test_a_timer_that_fell_due_as_the_block_ended_cancels_nothing(loop: EventLoo
 
 
 @pytest.mark.task(taskno=2)
+def test_a_block_entered_after_a_caught_cancel_still_times_out(loop: EventLoop) -> None:
+    """Cancelled from outside, the task cleans up under a timeout of its own: the request it
+    caught is still counted (cancelling() is 1), and the block that runs late ends in
+    TimeoutError all the same, its own timer's request taken back."""
+
+    def cleaning_up() -> Coroutine[str]:
+        try:
+            yield from sleep(10)
+        except CancelledError:
+            try:
+                with timeout(0.01):
+                    yield from sleep(10)  # a clean-up that hangs
+            except TimeoutError:
+                return "TimeoutError"
+            except CancelledError:
+                return "CancelledError"
+        return "not cancelled"
+
+    task = Task(cleaning_up())
+    loop.call_later(0.01, task.cancel)
+    outcome = run(loop, task)
+    assert outcome == "TimeoutError", reason("s2-timeout.cleanup-not-timed-out", outcome=outcome)
+
+
+@pytest.mark.task(taskno=2)
 def test_an_outer_timeout_around_an_inner_one_that_fired_times_out_too(loop: EventLoop) -> None:
     """The inner timeout fires and is caught inside the outer block, then the outer one fires:
     each took its own request back, so each is a TimeoutError, and the task was never cancelled.

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import aiohttp
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
 from reasons import reason
 
 import stage3_asyncio.crawler as stage3
@@ -67,6 +68,12 @@ class Pages:
             return await self.stalled(request, int(path.split("/")[2]))
         if path == "/cut":  # 1000 bytes declared, 10 sent, then the connection is closed
             return await self.stalled(request, 1000, cut=True)
+        if path.startswith("/chunked/"):  # /chunked/N: N bytes, chunked, no Content-Length
+            return await self.chunked(request, int(path.split("/")[2]))
+        if path == "/repeated":  # one field twice: a head read as stages 1 and 2 read it
+            return web.Response(
+                text="twice", headers=CIMultiDict([("X-Twice", "one"), ("X-Twice", "two")])
+            )
         return web.Response(body=request.raw_path.encode(), content_type="text/plain")
 
     async def endless(self, request: web.Request) -> web.StreamResponse:
@@ -80,6 +87,16 @@ class Pages:
                 await asyncio.sleep(0.001)
         except (ConnectionError, RuntimeError):  # the client closed the connection
             return response
+
+    async def chunked(self, request: web.Request, size: int) -> web.StreamResponse:
+        """Send ``size`` bytes in 300-byte chunks with no Content-Length, then end."""
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, size, 300):
+            await response.write(b"c" * min(300, size - start))
+        await response.write_eof()
+        return response
 
     async def stalled(
         self, request: web.Request, declared: int, cut: bool = False
@@ -181,6 +198,15 @@ def test_a_page_comes_back_whole_with_lower_case_header_names() -> None:
     )
     assert response.headers.get("x-crawler-test") == "Kept", reason(
         "s3-request.a-header-s-value-was"
+    )
+
+
+@pytest.mark.task(taskno=1)
+def test_the_head_is_read_as_stages_1_and_2_read_it() -> None:
+    """checked_head makes the headers: a field sent twice is one header, its values joined."""
+    (response,), _ = get("repeated")
+    assert response.headers.get("x-twice") == "one, two", reason(
+        "s3-request.head-not-checked", value=repr(response.headers.get("x-twice"))
     )
 
 
@@ -306,3 +332,20 @@ def test_an_endless_body_is_read_only_up_to_the_cap() -> None:
     )
     assert response.too_large, reason("s3-request.a-body-that-passes-the")
     assert response.body == b"", reason("s3-request.a-body-too-large-must")
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.usefixtures("small_cap")
+@pytest.mark.parametrize("size", [CAP, CAP + 1])
+def test_a_body_of_no_declared_length_is_counted_chunk_by_chunk(size: int) -> None:
+    """No Content-Length: the body is read, and the cap applies to the sum of its chunks,
+    the last chunk included: up to the cap it is kept whole, one byte more is too large."""
+    (response,), _ = get(f"chunked/{size}")
+    if size <= CAP:
+        assert not response.too_large and response.body == b"c" * size, reason(
+            "s3-request.unknown-length-kept", size=size, cap=CAP
+        )
+    else:
+        assert response.too_large and response.body == b"", reason(
+            "s3-request.last-chunk-counted", size=size, cap=CAP, kept=len(response.body)
+        )

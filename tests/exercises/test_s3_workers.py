@@ -119,6 +119,7 @@ class StandIn(Crawler):
         super().__init__(roots, options)
         self.item_time = item_time
         self.started = self.stopped = 0
+        self.closed_at_stop: list[bool] = []  # per worker: the session was closed at its clean-up
         self.finished: list[str] = []
         self.shared: list[tuple[str, ...]] = []  # the types of SHARED, as each worker saw them
         self.names: list[str] = []  # the names of the workers' tasks
@@ -157,6 +158,9 @@ class StandIn(Crawler):
                     self.q.task_done()
         finally:
             await asyncio.sleep(0.01)  # a clean-up that takes a while, as closing a connection may
+            self.closed_at_stop.append(
+                getattr(self, "session", None) is None or self.session.closed
+            )
             self.stopped += 1
 
 
@@ -175,7 +179,8 @@ def paths(depth: int) -> list[str]:
 def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
     """Every item put, the roots and all they lead to, is finished before crawl() returns."""
     roots = ["http://one.invalid/", "http://two.invalid/"]
-    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
+    # --max-per-host limits one host's fetches, not the number of workers
+    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3, max_per_host=1))
     run(crawler.crawl())
     assert crawler.started == 3, reason(
         "s3-workers.workers-started-not-max-tasks", value0=crawler.started
@@ -223,6 +228,8 @@ def test_crawl_cancels_the_workers_and_waits_for_them() -> None:
         "s3-workers.crawl-returned-with-workers-running", value1=4 - crawler.stopped
     )
     assert left == [], reason("s3-workers.tasks-still-there-after-crawl", left=left)
+    closed = crawler.closed_at_stop.count(True)
+    assert closed == 0, reason("s3-workers.session-closed-under-workers", closed=closed)
 
 
 @pytest.mark.task(taskno=1)
