@@ -145,6 +145,22 @@ def no_errors(crawler: Harness) -> str:
     return reason("s1-connect.escaped", errors=repr(crawler.errors))
 
 
+def crawl_answered(url: str, answer: Answer, max_tries: int) -> tuple[Harness, Fetcher]:
+    """Fetch ``url`` with a resolver that gives ``answer`` at once, each try, and run the
+    crawl to its end; return the crawler and the fetcher."""
+
+    class Answering(Resolver):
+        def resolve(self, url: str, then: Callable[[Answer], object]) -> None:
+            then(answer)
+
+    crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=max_tries))
+    crawler.resolver = Answering()
+    crawler.fetch(url, crawler.max_redirect)
+    fetcher = crawler.fetchers[url]
+    crawler.run()
+    return crawler, fetcher
+
+
 def the_record(crawler: Harness, fetcher: Fetcher, limit: float = 3.0) -> FetchStatistic:
     """The fetch's one record; fail saying why if the fetch made none within ``limit`` s."""
     fetches = crawler.result().fetches
@@ -275,16 +291,8 @@ def test_each_try_has_its_own_socket_and_its_own_timer(blocking_calls_time_out: 
 def test_a_name_that_does_not_resolve_is_a_failed_try() -> None:
     """An OSError before the connect has begun ends the try at once, and is tried again."""
 
-    class Unresolvable(Resolver):
-        def resolve(self, url: str, then: Callable[[Answer], object]) -> None:
-            then(socket.gaierror(socket.EAI_NONAME, "Name or service not known"))
-
-    url = "http://unknown.test/"
-    crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=3))
-    crawler.resolver = Unresolvable()
-    crawler.fetch(url, crawler.max_redirect)
-    fetcher = crawler.fetchers[url]
-    crawler.run()
+    unknown = socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    crawler, fetcher = crawl_answered("http://unknown.test/", unknown, max_tries=3)
     assert not crawler.errors, reason(
         "s1-connect.an-oserror-in-start-is", value0=no_errors(crawler)
     )
@@ -301,18 +309,10 @@ def test_a_connect_refused_at_once_is_a_failed_try_that_never_waits(
 ) -> None:
     """Only BlockingIOError means "begun": any other OSError of connect() ends the try."""
 
-    class Missing(Resolver):  # a Unix socket's path that does not exist: refused at once
-        def resolve(self, url: str, then: Callable[[Answer], object]) -> None:
-            then((socket.AF_UNIX, "/nonexistent/crawler500/socket"))
-
     waited: list[str] = []
     spy(monkeypatch, "_on_connected", waited)
-    url = "http://refused.test/"
-    crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=2))
-    crawler.resolver = Missing()
-    crawler.fetch(url, crawler.max_redirect)
-    fetcher = crawler.fetchers[url]
-    crawler.run()
+    missing = (socket.AF_UNIX, "/nonexistent/crawler500/socket")  # refused at once
+    crawler, fetcher = crawl_answered("http://refused.test/", missing, max_tries=2)
     assert not crawler.errors, reason("s1-connect.escaped", errors=repr(crawler.errors))
     stat = the_record(crawler, fetcher)
     assert not waited and stat.error and stat.error.startswith("FileNotFoundError"), reason(
