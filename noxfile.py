@@ -111,7 +111,8 @@ def wheelhouse(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The lesson's tests; `nox -s tests-3.12 -- --stage stage3 -k redirect` narrows them."""
     install(session, "test")
-    # Generated responses for the wire parser: 2,000 on the first version, 300 on others.
+    # Generated responses for the wire parser: 2,000 on the first version, 300 on others;
+    # generated URLs (tests/test_links.py): 1,500 on the first, 250 on others.
     profile = os.environ.get("HYPOTHESIS_PROFILE", "wire-quick")
     env = {} if session.python == PYTHONS[0] else {"HYPOTHESIS_PROFILE": profile}
     # python -m: the checkout on sys.path; -n auto: a process per core (`-- -n 0`: one).
