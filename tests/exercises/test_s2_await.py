@@ -199,22 +199,46 @@ def test_an_exception_leaving_the_async_def_fails_its_task(
 
 
 @pytest.mark.task(taskno=2)
-@pytest.mark.parametrize("ending", ["return", "raise"])
+@pytest.mark.parametrize("ending", ["return", "KeyError", "KeyboardInterrupt"])
 def test_a_step_takes_its_task_out_of_running_however_it_ends(loop: EventLoop, ending: str) -> None:
     """The last step of a task ends in a return or an error, not a pause: the task leaves
-    tasks._running all the same (timeout() takes the running task from there)."""
+    tasks._running all the same (timeout() takes the running task from there), even when
+    the error goes on out of the step and the loop, as Ctrl-C does."""
 
     async def ends() -> str:
         await wait(sleep(0.01))
-        if ending == "raise":
+        if ending == "KeyError":
             raise KeyError("no such page")
+        if ending == "KeyboardInterrupt":
+            raise KeyboardInterrupt
         return "done"
 
     task = Task(ends())
-    with contextlib.suppress(KeyError):
+    with contextlib.suppress(KeyError, KeyboardInterrupt):
         run(loop, task)
     left, tasks._running[:] = list(tasks._running), []  # no test after this one inherits it
     assert left == [], reason("s2-await.running-left", ending=ending, left=left)
+
+
+@pytest.mark.task(taskno=2)
+def test_the_task_waits_on_its_future_only_while_it_waits(loop: EventLoop) -> None:
+    """_fut_waiter names the future awaited while the task is paused, and only then: each
+    step starts by forgetting it, so cancel() never touches a future the task is done with,
+    and a done task does not keep the last future it awaited alive."""
+    fut: Future[str] = Future()
+    states: list[str] = []
+
+    async def reader() -> str:
+        states.append(repr(task._fut_waiter))  # the first step
+        page = await fut
+        states.append(repr(task._fut_waiter))  # the step that fut's wake-up ran
+        return page
+
+    task = Task(reader())
+    loop.call_later(0.01, fut.set_result, "page")
+    run(loop, task)
+    states.append(repr(task._fut_waiter))
+    assert states == ["None"] * 3, reason("s2-await.waiter-not-forgotten", states=states)
 
 
 class Listener(Observer):
@@ -286,6 +310,8 @@ def test_cancel_lands_at_the_await_and_the_task_is_cancelled(loop: EventLoop) ->
         run(loop, task, explain=lambda: unsettled if cleaned else "")
     assert cleaned == ["finally ran"], reason("s2-await.cancel-must-land-at-the")
     assert task.cancelled(), reason("s2-await.cancelled-not-failed")
+    left, tasks._running[:] = list(tasks._running), []  # no test after this one inherits it
+    assert left == [], reason("s2-await.running-left", ending="CancelledError", left=left)
 
 
 @pytest.mark.task(taskno=3)
@@ -327,6 +353,76 @@ def test_awaiting_asyncios_sleep_is_refused_with_what_was_yielded(loop: EventLoo
     names = [frame.name for frame in traceback.extract_tb(task.exception().__traceback__)]
     assert "foreign" in names and "sleep" in names, reason(
         "s2-await.the-error-lands-at-the", names=names
+    )
+
+
+@pytest.mark.task(taskno=3)
+def test_the_refusal_comes_at_a_step_of_its_own(loop: EventLoop) -> None:
+    """The RuntimeError for a foreign yield is thrown in at a step that call_soon schedules,
+    not nested in the step that saw the yield: what the loop had queued first runs first,
+    and a coroutine that catches the refusal and tries again waits a turn each time."""
+    events: list[str] = []
+
+    async def retries() -> str:
+        for _ in range(2):
+            get_running_loop().call_soon(events.append, "queued")
+            try:
+                await asyncio.sleep(0)
+            except RuntimeError:
+                events.append("refused")
+        return "gave up"
+
+    run(loop, retries())
+    expected = ["queued", "refused"] * 2
+    assert events == expected, reason("s2-await.refused-nested", events=events, expected=expected)
+
+
+@pytest.mark.task(taskno=3)
+def test_a_cancelled_task_may_await_while_it_cleans_up(loop: EventLoop) -> None:
+    """One cancel() is one CancelledError: once thrown in, the request is used up, and the
+    coroutine that caught it may await again (closing a connection, say)."""
+
+    async def tidy() -> str:
+        try:
+            await Future()  # nobody resolves it: only the cancel ends the wait
+        except CancelledError:
+            await wait(sleep(0))
+            return "cleaned up"
+        return "never"
+
+    task = Task(tidy())
+    loop.call_later(0.01, task.cancel)
+    try:
+        outcome = run(loop, task)
+    except CancelledError:
+        outcome = "cancelled again"
+    assert outcome == "cleaned up", reason("s2-await.cancelled-again", outcome=repr(outcome))
+
+
+@pytest.mark.task(taskno=3)
+def test_a_task_cancelled_before_its_first_step_throws_at_that_step() -> None:
+    """The first step turns the pending cancel into the CancelledError it throws in, and
+    the observer hears that error: the body never runs."""
+    listener = Listener()
+    events: list[str] = []
+
+    async def never() -> None:
+        events.append("ran")
+        await wait(sleep(0))
+
+    loop = EventLoop(listener)
+    try:
+        task = Task(never())
+        task.cancel()
+        with contextlib.suppress(CancelledError):
+            run(loop, task)
+    finally:
+        loop.close()
+    assert events == [], reason("s2-await.ran-although-cancelled", events=events)
+    assert task.cancelled(), reason("s2-await.cancelled-not-failed")
+    heard = listener.values
+    assert len(heard) == 1 and isinstance(heard[0], CancelledError), reason(
+        "s2-await.observer-heard-no-cancel", values=heard
     )
 
 

@@ -98,6 +98,22 @@ def test_callbacks_run_on_the_loop_not_inside_set_result(loop: EventLoop) -> Non
 
 
 @pytest.mark.task(taskno=2)
+def test_a_callback_waits_for_its_future_to_settle(loop: EventLoop) -> None:
+    """However often the loop turns meanwhile, a pending future's callback waits: it runs
+    only once the future is done."""
+    fut: Future[int] = Future()
+    seen: list[bool] = []
+    fut.add_done_callback(lambda f: seen.append(f.done()))
+    for _ in range(2):  # two turns with something else to run
+        loop.call_soon(lambda: None)
+        loop.run_once()
+    assert seen == [], reason("s2-future.ran-while-pending", seen=seen)
+    fut.set_result(1)
+    loop.run_once()
+    assert seen == [True], reason("s2-future.kept-callback-never-ran", seen=seen)
+
+
+@pytest.mark.task(taskno=2)
 def test_a_callback_added_to_a_done_future_is_scheduled_too(loop: EventLoop) -> None:
     """Subscribing late is not an error: the callback is scheduled at once, not called."""
     fut: Future[str] = Future()
@@ -236,6 +252,12 @@ def test_a_failed_future_raises_at_the_yield_from(loop: EventLoop) -> None:
     cancelled.cancel()
     with pytest.raises(CancelledError), returned_instead("s2-future.cancelled-future-returned"):
         waiter(cancelled).send(None)
+    later: Future[int] = Future()  # cancelled while the coroutine waits for it
+    coro = waiter(later)
+    assert coro.send(None) is later, reason("s2-future.driver-gets-future")
+    later.cancel()
+    with pytest.raises(CancelledError), returned_instead("s2-future.cancelled-future-returned"):
+        coro.send(None)
 
 
 @pytest.mark.task(taskno=3)

@@ -111,6 +111,22 @@ def test_the_task_is_the_running_one_while_its_coroutine_runs(loop: EventLoop) -
 
 
 @pytest.mark.task(taskno=1)
+def test_a_step_that_an_interrupt_leaves_takes_its_task_out_of_running(loop: EventLoop) -> None:
+    """Ctrl-C: a KeyboardInterrupt goes on out of the step, and the task leaves
+    tasks._running all the same, by the step's finally."""
+
+    def interrupted() -> Coroutine[None]:
+        yield from ()
+        raise KeyboardInterrupt
+
+    Task(interrupted())
+    with contextlib.suppress(KeyboardInterrupt):
+        loop.run_once()
+    running, tasks._running[:] = list(tasks._running), []  # no test after this one inherits it
+    assert running == [], reason("s2-step.still-running-after-ctrl-c", running=running)
+
+
+@pytest.mark.task(taskno=1)
 def test_an_exception_settles_the_task_and_the_loop_goes_on(
     loop: EventLoop, logged: list[Record]
 ) -> None:
@@ -176,6 +192,44 @@ def test_a_cancel_reaches_a_paused_task_through_the_future_it_waits_for(loop: Ev
 
     kept, cancelled = resumed(loop, main())
     assert cancelled, reason("s2-step.waiter-not-kept", kept=kept)
+
+
+@pytest.mark.task(taskno=2)
+def test_the_task_waits_on_its_future_only_while_it_waits(loop: EventLoop) -> None:
+    """_fut_waiter names the future yielded while the task is paused, and only then: each
+    step starts by forgetting it, so cancel() never touches a future the task is done with,
+    and a done task does not keep the last future it waited for alive."""
+    fut: Future[str] = Future()
+    states: list[str] = []
+
+    def reader() -> Coroutine[str]:
+        states.append(repr(task._fut_waiter))  # the first step
+        page = yield from fut
+        states.append(repr(task._fut_waiter))  # the step that fut's wake-up ran
+        return page
+
+    task = Task(reader())
+    loop.call_later(0.01, fut.set_result, "page")
+    resumed(loop, task)
+    states.append(repr(task._fut_waiter))
+    assert states == ["None"] * 3, reason("s2-step.waiter-not-forgotten", states=states)
+
+
+@pytest.mark.task(taskno=2)
+def test_a_wakeup_steps_the_task_in_the_turn_that_runs_it(loop: EventLoop) -> None:
+    """The future's done callback is the wake-up, and it resumes the coroutine then and
+    there: a wait costs the turn that runs the future's callbacks, and no other."""
+    fut: Future[str] = Future()
+    events: list[str] = []
+
+    def waits() -> Coroutine[None]:
+        events.append((yield from fut))
+
+    Task(waits())
+    loop.run_once()  # the first step, up to `yield from fut`
+    fut.set_result("page")  # schedules the wake-up
+    loop.run_once()  # runs it
+    assert events == ["page"], reason("s2-step.wakeup-waits-a-turn", events=events)
 
 
 @pytest.mark.task(taskno=2)
@@ -429,6 +483,27 @@ def test_yielding_a_non_future_fails_the_task_at_the_bad_yield(loop: EventLoop) 
 
 
 @pytest.mark.task(taskno=3)
+def test_the_bad_yield_is_refused_at_a_step_of_its_own(loop: EventLoop) -> None:
+    """The RuntimeError for a bad yield is thrown in at a step that call_soon schedules, not
+    nested in the step that saw the yield: what the loop had queued first runs first, and a
+    coroutine that catches the error and yields wrongly again waits a turn each time."""
+    events: list[str] = []
+
+    def retries() -> Coroutine[str]:
+        for _ in range(2):
+            get_running_loop().call_soon(events.append, "queued")
+            try:
+                yield 42  # type: ignore[misc]
+            except RuntimeError:
+                events.append("refused")
+        return "gave up"
+
+    run(loop, retries())
+    expected = ["queued", "refused"] * 2
+    assert events == expected, reason("s2-step.refused-nested", events=events, expected=expected)
+
+
+@pytest.mark.task(taskno=3)
 def test_keyboard_interrupt_settles_the_task_and_stops_the_loop(loop: EventLoop) -> None:
     """Not an Exception: the task records it, and it goes on out of the loop."""
 
@@ -510,4 +585,27 @@ def test_an_observer_hears_a_cancel_as_the_error_thrown_in() -> None:
     )
     assert isinstance(calls[1][1], CancelledError), reason(
         "s2-step.the-observer-heard-the-second", calls=calls
+    )
+
+
+@pytest.mark.task(taskno=3)
+def test_an_observer_hears_a_cancel_before_the_first_step_as_the_error() -> None:
+    """The step turns a pending cancel into its CancelledError first, then tells the observer:
+    so too at the first step, where no cancelled future brought the error."""
+    listener = Listener()
+    loop = EventLoop(listener)
+
+    def never() -> Coroutine[None]:
+        yield from sleep(0)
+
+    try:
+        task = Task(never(), name="early")
+        task.cancel()
+        with contextlib.suppress(CancelledError):
+            run(loop, task)
+    finally:
+        loop.close()
+    calls = listener.calls
+    assert len(calls) == 1 and isinstance(calls[0][1], CancelledError), reason(
+        "s2-step.observer-heard-no-cancel", calls=calls
     )

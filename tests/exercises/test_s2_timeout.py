@@ -420,3 +420,29 @@ def test_an_outer_timeout_around_an_inner_one_that_fired_times_out_too(loop: Eve
         "s2-timeout.nested-timeouts", outcomes=outcomes
     )
     assert task.cancelling() == 0, reason("s2-timeout.requests-left", left=task.cancelling())
+
+
+@pytest.mark.task(taskno=2)
+def test_the_timeout_cancels_the_task_that_entered_the_block(loop: EventLoop) -> None:
+    """The running task is the last of _running: when a coroutine runs the loop itself, the
+    steps of the tasks that loop runs nest inside its own, and a block entered there times
+    out the task that entered it, not the one whose step runs further down."""
+
+    def inner() -> Coroutine[str]:
+        try:
+            with timeout(0.01):
+                yield from sleep(0.3)
+        except TimeoutError:
+            return "timed out"
+        return "slept"
+
+    def outer() -> Coroutine[str]:
+        said = get_running_loop().run_until_complete(inner())  # steps inside this step
+        yield from sleep(0)  # a cancel meant for the outer task would land here
+        return said
+
+    try:
+        said = run(loop, outer())
+    except CancelledError:
+        said = "the outer task cancelled"
+    assert said == "timed out", reason("s2-timeout.wrong-task-cancelled", said=repr(said))
