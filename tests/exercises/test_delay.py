@@ -9,6 +9,7 @@ The contract (the README's "What your code must do"), a test for each promise:
 - requests to one host start at least --delay apart, tries again included (the server's
   clock: test_the_server_sees_the_requests_start_delay_apart, test_a_try_again_...);
 - each request books one turn: delay_before is called once per request (same test);
+- a try waits what delay_before answered, no longer (counted: the timer's delay, the sleep's);
 - without --delay nothing waits: stage 1's start is the loop's next step, and polite ends
   at its first step in stages 2 and 3;
 - a start not yet due is the fetcher's timer: Ctrl-C (close()) cancels it (stage 1).
@@ -48,14 +49,15 @@ SLACK = DELAY / 2
 SPAN_SLACK = DELAY
 
 
-def count_bookings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every URL delay_before is asked about from now on: each call books a turn of its host."""
-    booked: list[str] = []
+def count_bookings(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every answer delay_before gives from now on: each call books a turn of its host."""
+    booked: list[float] = []
     book = BaseCrawler.delay_before
 
     def counted(self: BaseCrawler, url: str) -> float:
-        booked.append(url)
-        return book(self, url)
+        answer = book(self, url)
+        booked.append(answer)
+        return answer
 
     monkeypatch.setattr(BaseCrawler, "delay_before", counted)
     return booked
@@ -161,3 +163,55 @@ def test_a_try_again_waits_its_turn_too(package: str) -> None:
     assert result.elapsed_s >= 5 * DELAY - SLACK, reason(
         "delay.6-tries-in-s-every", value1=f"{result.elapsed_s:.3f}", value3=DELAY
     )
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_a_try_waits_what_delay_before_answered_and_no_longer(
+    package: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted, not timed: the wait polite asks of its stage (stage 1: the start's timer;
+    stages 2 and 3: the sleep) is the answer of delay_before, which is the whole wait."""
+    root = refused_root()
+    module = importlib.import_module(f"{package}.crawler")
+    if package == "stage1_callbacks":
+        crawler: Any = Harness(root, Options(delay=DELAY))
+    else:
+        crawler = module.Crawler([root], Options(delay=DELAY))
+    crawler.delay_before(root)  # the host's turn is taken now: the next start is DELAY away
+    answers = count_bookings(monkeypatch)
+    waits: list[float] = []
+    if package == "stage1_callbacks":
+        call_later = crawler.loop.call_later
+
+        def timer(delay: float, callback: Any, *args: Any) -> Any:
+            waits.append(delay)
+            return call_later(delay, callback, *args)
+
+        monkeypatch.setattr(crawler.loop, "call_later", timer)
+        crawler.fetch(root, 0)  # polite(fetcher): the start's timer
+        crawler.fetchers[root].close()
+        crawler.loop.close()
+    else:
+
+        def generator_sleep(delay: float) -> Any:
+            waits.append(delay)
+            yield from ()
+
+        async def asyncio_sleep(delay: float, result: Any = None) -> Any:
+            waits.append(delay)
+            return result
+
+        if package == "stage2_generators":
+            monkeypatch.setattr(module, "sleep", generator_sleep)
+        else:
+            monkeypatch.setattr(module.asyncio, "sleep", asyncio_sleep)
+        coroutine = crawler.polite(root)
+        try:
+            coroutine.send(None)  # the stand-in sleeps return at once: so does polite
+        except StopIteration:
+            pass
+        finally:
+            coroutine.close()
+    asked = [round(wait, 3) for wait in waits]
+    booked = [round(answer, 3) for answer in answers]
+    assert asked == booked, reason("delay.waited-more-than-its-turn", waits=asked, answers=booked)

@@ -131,20 +131,23 @@ def test_a_site_of_plain_pages_gives_the_oracles_records() -> None:
 
 
 @pytest.mark.task(taskno=2)
-def test_an_error_page_is_recorded_and_not_read_for_links() -> None:
+@pytest.mark.parametrize("status", [404, 500, 201, 203, 206])
+def test_a_status_other_than_200_is_recorded_and_not_read_for_links(status: int) -> None:
+    """An HTML body with a link: an error page, or a success that is not a page (201
+    Created, 203, 206 Partial Content: a part of a page).  Only a 200 is a page."""
     c = crawler()
     body = html("/never")
-    items = c.record_response(ROOT + "missing", 10, Response(404, HTML, body), 1)
-    assert items == [], reason("redirects.a-404-queued-only-a", items=items)
-    stat = record_of(c, ROOT + "missing")
+    items = c.record_response(ROOT + "other", 10, Response(status, HTML, body), 1)
+    assert items == [], reason("redirects.not-a-page-queued", status=status, items=items)
+    stat = record_of(c, ROOT + "other")
     assert (stat.status, stat.content_type, stat.size, stat.error) == (
-        404,
+        status,
         "text/html",
         len(body),
         None,
-    ), reason("redirects.the-404-was-recorded-as", stat=stat)
+    ), reason("redirects.not-a-page-recorded-as", status=status, stat=stat)
     assert (stat.encoding, stat.num_urls) == (None, 0), reason(
-        "redirects.the-404-was-read-for", stat=stat
+        "redirects.not-a-page-read-for-links", status=status, stat=stat
     )
 
 

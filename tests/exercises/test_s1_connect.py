@@ -147,17 +147,35 @@ def no_errors(crawler: Harness) -> str:
 
 def crawl_answered(url: str, answer: Answer, max_tries: int) -> tuple[Harness, Fetcher]:
     """Fetch ``url`` with a resolver that gives ``answer`` at once, each try, and run the
-    crawl to its end; return the crawler and the fetcher."""
+    crawl to its end; return the crawler and the fetcher.
+
+    Fails if a socket the tries made is still open when the crawl has ended: however a
+    try ends, close() closes its socket, which it finds in self.sock."""
 
     class Answering(Resolver):
         def resolve(self, url: str, then: Callable[[Answer], object]) -> None:
             then(answer)
 
+    made: list[socket.socket] = []
+
+    class Made(socket.socket):
+        """A socket that the test remembers (and so keeps from the garbage collector)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
     crawler = Harness(url, Options(ignore_robots=True, timeout=1, max_tries=max_tries))
     crawler.resolver = Answering()
     crawler.fetch(url, crawler.max_redirect)
     fetcher = crawler.fetchers[url]
-    crawler.run()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket, "socket", Made)
+        crawler.run()
+    left_open = sum(sock.fileno() != -1 for sock in made)
+    for sock in made:
+        sock.close()
+    assert not left_open, reason("s1-connect.socket-left-open", count=left_open, made=len(made))
     return crawler, fetcher
 
 
@@ -330,7 +348,9 @@ def test_each_try_starts_from_nothing_and_keeps_its_timer() -> None:
         old = fetcher.parser = ResponseParser()
         fetcher.tries, fetcher.unsent = 1, b"the end of the last try's request"
         try:
+            before = crawler.loop.time()
             fetcher.start()
+            after = crawler.loop.time()
             timers = [
                 handle
                 for _, _, handle in crawler.loop._scheduled
@@ -340,6 +360,10 @@ def test_each_try_starts_from_nothing_and_keeps_its_timer() -> None:
             assert fetcher.tries == 2, reason("s1-connect.start-counts-each-try-in")
             assert fresh, reason("s1-connect.not-a-fresh-start")
             assert timers and fetcher.timer is timers[0], reason("s1-connect.timer-not-kept")
+            when = timers[0].when
+            assert before + 5 <= when <= after + 5, reason(
+                "s1-connect.timer-not-the-timeout", due=f"{when - before:.2f}", timeout=5
+            )
             fetcher.close()
             assert timers[0].cancelled(), reason("s1-connect.timer-not-kept")
         finally:

@@ -443,3 +443,49 @@ def test_a_timer_is_something_to_wait_for_even_with_no_socket(loop: EventLoop) -
     except RuntimeError as exc:
         pytest.fail(reason("s1-loop.a-timer-is-work", error=repr(exc)))
     assert seen == ["due"], reason("s1-loop.run-once-returned-after-s", took=f"{took:.2f}")
+
+
+@pytest.mark.task(taskno=3)
+@pytest.mark.parametrize(
+    ("timers", "due"),
+    [
+        ([(20, False), (3, False), (10, False), (6, False)], 3.0),
+        ([(0.5, True), (1, True), (1.5, True), (20, False), (3, False), (10, False)], 3.0),
+        ([(0.5, True), (1, True)], None),
+    ],
+    ids=["timers-set-out-of-order", "cancelled-timers-on-top", "only-cancelled-timers"],
+)
+def test_select_is_given_the_time_until_the_first_live_timer(
+    loop: EventLoop,
+    pair: Callable[[], Pair],
+    monkeypatch: pytest.MonkeyPatch,
+    timers: list[tuple[float, bool]],
+    due: float | None,
+) -> None:
+    """Counted, not timed: the one timeout select() is asked to sleep, with a socket
+    registered and timers (some cancelled) on the heap.  The heap is ordered only at its
+    top, and several cancelled timers may lead it: the wait is until the first live one,
+    or as long as it takes when none is left.  The stand-in select() returns at once."""
+    left, _ = pair()
+    loop.register(left, READ, lambda key, mask: None)
+    for delay, cancelled in timers:
+        handle = loop.call_later(delay, lambda: None)
+        if cancelled:
+            handle.cancel()
+    asked: list[float | None] = []
+
+    def select(timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        asked.append(timeout)
+        return []
+
+    monkeypatch.setattr(loop.selector, "select", select)
+    loop.run_once()
+    assert len(asked) == 1, reason("s1-loop.one-select-per-turn", count=len(asked))
+    [timeout] = asked
+    said = "None" if timeout is None else f"{timeout:.2f}"
+    if due is None:
+        assert timeout is None, reason("s1-loop.cancelled-timers-set-no-wait", timeout=said)
+    else:
+        assert timeout is not None and due - 1 < timeout <= due, reason(
+            "s1-loop.wait-for-the-first-live-timer", timeout=said, due=f"{due:g}"
+        )

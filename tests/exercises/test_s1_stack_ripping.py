@@ -24,7 +24,7 @@ import stage1_callbacks
 from shared.crawling import Options
 from shared.log import ERROR, Record
 from shared.testsite import Site
-from shared.testsite.raw import links, page, raw_server
+from shared.testsite.raw import closed_port_url, links, page, raw_server
 from stage1_callbacks.crawler import Crawler, Fetcher
 
 OPTIONS = Options(ignore_robots=True, timeout=1, max_tries=1)
@@ -126,6 +126,40 @@ def test_a_callback_that_raises_with_its_socket_open_has_its_try_closed(
 
 
 @pytest.mark.task(taskno=1)
+@pytest.mark.parametrize("connect", ["refused", "accepted"])
+def test_a_try_is_closed_whatever_step_raised(
+    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop], connect: str
+) -> None:
+    """A bug in _on_connected, before the request is sent: the connect was refused (the
+    socket never connected) or accepted.  Either way the socket is open and registered
+    and the timer set, and callback_failed closes them all."""
+    raised: list[Fetcher] = []
+
+    def on_connected(self: Fetcher, key: Any, mask: int) -> None:
+        raised.append(self)
+        raise RuntimeError("connect bug")
+
+    monkeypatch.setattr(Fetcher, "_on_connected", on_connected)
+    with raw_server(lambda path: page("<p>leaf</p>")) as base:
+        url = base if connect == "accepted" else closed_port_url()
+        try:
+            result = stage1_callbacks.crawl([url], OPTIONS)
+        except RuntimeError as exc:
+            pytest.fail(reason("s1-stack-ripping.came-out", error=repr(exc)))
+    records = [(stat.url, stat.error, stat.tries) for stat in result.fetches]
+    assert records == [(url, "RuntimeError: connect bug", 1)], reason(
+        "s1-stack-ripping.the-crawl-recorded", value1=records
+    )
+    [loop], [fetcher] = loops, raised
+    registered = len(loop.left_registered or {})
+    still_open = sum(sock.fileno() != -1 for sock in loop.sockets)
+    timer = fetcher.timer is not None and not fetcher.timer.cancelled()
+    assert not (registered or still_open or timer), reason(
+        "s1-stack-ripping.try-left-open", registered=registered, open=still_open, timer=timer
+    )
+
+
+@pytest.mark.task(taskno=1)
 def test_fail_on_records_the_error_and_the_crawl_goes_on(default_site: tuple[Site, str]) -> None:
     """--fail-on, the switch for this demo: matching pages fail, the others are crawled."""
     site, base = default_site
@@ -154,6 +188,7 @@ def test_the_error_is_logged_with_its_url_and_its_traceback(
         stage1_callbacks.crawl([base], OPTIONS)
     errors = [r for r in logged if r.level >= ERROR and isinstance(r.exc, RuntimeError)]
     assert errors, reason("s1-stack-ripping.no-error-was-logged-with")
+    assert len(errors) == 1, reason("s1-stack-ripping.logged-more-than-once", count=len(errors))
     [record] = errors
     assert base + "b" in record.message, reason("s1-stack-ripping.the-message-names-the-url")
     assert record.exc is not None, reason("s1-stack-ripping.the-error-was-logged-without")
