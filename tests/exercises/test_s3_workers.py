@@ -11,7 +11,7 @@ The contract (the README's "What your code must do"), a test for each promise:
 - Ctrl-C (a cancel of crawl() at its join()) stops the workers too, then and there
   (test_a_cancelled_crawl_cancels_its_workers);
 - a worker fetches as the oracle says, robots.txt first, in the host's slot (its fetch
-  counts in --max-per-host), side by side with the others;
+  counts in --max-per-host), side by side with the others, however low --max-per-host is;
 - a bug in one page is recorded and the worker goes on; a cancel ends the worker, even
   in the middle of a fetch (test_ctrl_c_during_fetches_ends_the_crawl).
 """
@@ -195,7 +195,8 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
 @pytest.mark.task(taskno=1)
 def test_crawl_prepares_what_the_workers_share() -> None:
     """An asyncio.Queue, an open session set up for the crawl, no robots.txt fetch yet."""
-    options = Options(max_tasks=2, max_redirect=0)
+    # --max-per-host is one host's limit: the session's connections are the whole crawl's
+    options = Options(max_tasks=2, max_redirect=0, max_per_host=1)
     crawler = StandIn(["http://one.invalid/"], options)
     run(crawler.crawl())
     assert crawler.shared == [("Queue", "ClientSession", "dict")] * 2, reason(
@@ -204,7 +205,7 @@ def test_crawl_prepares_what_the_workers_share() -> None:
     assert isinstance(crawler.q, asyncio.Queue), reason("s3-workers.self-q-must-be-an")
     assert crawler.robots_tasks == {}, reason("s3-workers.robots-tasks-must-start-empty")
     # open, naming the crawler, no timeout of aiohttp's (its default stops a connect after
-    # 30 s, whatever --timeout says), and max_tasks connections at most
+    # 30 s, whatever --timeout says), and max_tasks connections at most, not --max-per-host
     assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2, reason(
         "s3-workers.the-session-was-open-our", value1=crawler.sessions
     )
@@ -318,6 +319,20 @@ def test_the_workers_fetch_side_by_side() -> None:
             "s3-workers.the-server-saw-requests-at", value1=site.max_in_flight
         )
     assert_matches_oracle(result, site.expected(base_url))
+
+
+@pytest.mark.task(taskno=2)
+def test_four_hosts_of_one_slot_each_are_fetched_side_by_side() -> None:
+    """--max-per-host 1 limits each host, not the crawl: four workers on four hosts keep four
+    fetches in flight, one to each host (at the start: the four robots.txt)."""
+    site = Site(pages=6, traps=False, latency=0.05)
+    hosts = [f"127.0.0.{n}" for n in range(1, 5)]
+    with serve_hosts(site, hosts) as bases:
+        result = asyncio.run(crawl(Watched(bases, Options(max_tasks=4, max_per_host=1))))
+        assert_matches_oracle(result, site.expected(bases))
+    assert site.max_in_flight == 4, reason(
+        "s3-workers.per-host-limits-the-crawl", value=site.max_in_flight
+    )
 
 
 @pytest.mark.task(taskno=2)
