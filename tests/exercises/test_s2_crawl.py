@@ -15,7 +15,7 @@ import pytest
 from reasons import reason
 from stage2_loop import loop_fixture, raises, run  # noqa: F401 (the fixture `loop`)
 
-from shared.crawling import Options
+from shared.crawling import Options, ParseError
 from shared.report import CrawlResult
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
@@ -104,6 +104,7 @@ class StandIn(Crawler):
 
     def work(self) -> Coroutine[None]:
         """Take items from self.q and "fetch" them, until cancelled."""
+        index = self.started  # worker-0 is the first to run
         self.started += 1
         self.shared.append(tuple(type(getattr(self, name, None)).__name__ for name in SHARED))
         self.robots_known.append(getattr(self, "robots_tasks", None))
@@ -119,7 +120,12 @@ class StandIn(Crawler):
                 finally:
                     self.q.task_done()
         finally:
-            yield from sleep(0.01)  # a clean-up that takes a while, as closing a connection may
+            # A clean-up that takes a while, as closing a connection may: some loop turns,
+            # more for the workers between the first and the last, so that crawl() returns
+            # after all of them only if it waits for each one.
+            turns = 1 if index in (0, self.max_tasks - 1) else 10
+            for _ in range(turns):
+                yield from sleep(0)
             self.stopped += 1
 
 
@@ -249,7 +255,8 @@ def test_the_workers_fetch_side_by_side(loop: EventLoop) -> None:
 
 
 class Interrupted(Watched):
-    """A crawler whose every fetch waits forever: only a cancel (Ctrl-C) can end it."""
+    """A crawler whose every fetch waits forever, robots.txt's too: only a cancel (Ctrl-C)
+    can end it."""
 
     def fetch(self, url: str, max_redirect: int) -> Coroutine[None]:
         """A fetch in flight, until cancelled."""
@@ -257,17 +264,71 @@ class Interrupted(Watched):
 
 
 @pytest.mark.task(taskno=2)
-def test_ctrl_c_during_a_fetch_stops_the_workers(loop: EventLoop) -> None:
-    """Ctrl-C cancels the crawl, which cancels its workers mid-fetch: each one ends, no page
-    is recorded as a bug, and crawl() ends cancelled (the partial result is kept)."""
-    roots = [f"http://host-{n}.invalid/" for n in range(3)]
-    crawler = Interrupted(roots, Options(max_tasks=3, ignore_robots=True))
+@pytest.mark.parametrize("robots", ["ignored", "fetched"])
+def test_ctrl_c_during_a_fetch_stops_the_workers(loop: EventLoop, robots: str) -> None:
+    """Ctrl-C cancels the crawl, which cancels its workers wherever they wait: in a fetch, for
+    the host's slot, for robots.txt.  Each one ends with its item done, no page is recorded
+    as a bug, and crawl() ends cancelled (the partial result is kept)."""
+    roots = ["http://host-0.invalid/a", "http://host-0.invalid/b", "http://host-1.invalid/"]
+    options = Options(max_tasks=3, max_per_host=1, ignore_robots=robots == "ignored")
+    crawler = Interrupted(roots, options)
     main = Task(crawler.crawl())
-    loop.call_later(0.02, main.cancel)  # the workers are in their fetches by then
+    loop.call_later(0.02, main.cancel)  # each worker has taken its item by then
     with raises(CancelledError, reason("s2-crawl.ctrl-c-not-a-cancel")):
         run(loop, main, explain=lambda: reason("s2-crawl.cancel-caught"))
     bugs = [fetch.url for fetch in crawler.result().fetches if fetch.error]
     assert not bugs, reason("s2-crawl.cancel-recorded", urls=bugs)
+    undone = crawler.q._unfinished_tasks - len(crawler.q._queue)  # taken, and not marked done
+    assert undone == 0, reason("s2-crawl.cancel-left-items-undone", undone=undone)
+
+
+class Broken(Watched):
+    """A crawler that fetches nothing, with a bug outside the fetch for one URL: in begin()
+    or while it waits for robots.txt."""
+
+    def __init__(self, roots: list[str], options: Options, where: str, url: str) -> None:
+        super().__init__(roots, options)
+        self.where, self.broken_url = where, url
+        self.fetched: list[str] = []
+
+    def robots(self, url: str) -> Coroutine[None]:
+        """Crawler.robots, but raising for the broken URL if the bug is there."""
+        yield from sleep(0)  # a wait for robots.txt, known at once
+        self.bug_at("robots", url)
+
+    def begin(self, url: str) -> bool:
+        """BaseCrawler.begin, but raising for the broken URL if the bug is there."""
+        self.bug_at("begin", url)
+        return super().begin(url)
+
+    def bug_at(self, where: str, url: str) -> None:
+        """Raise a bug if it is here, for the broken URL."""
+        if where == self.where and url == self.broken_url:
+            raise ParseError(f"a bug in {where}() for {url}")
+
+    def fetch(self, url: str, max_redirect: int) -> Coroutine[None]:
+        """A fetch that takes a loop turn and finds no links."""
+        yield from sleep(0)
+        self.fetched.append(url)
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.parametrize("where", ["robots", "begin"])
+def test_a_bug_outside_the_fetch_is_recorded_and_the_crawl_goes_on(
+    loop: EventLoop, where: str
+) -> None:
+    """The bug of a page may come before its fetch: while robots.txt is awaited, or in
+    begin().  It is recorded all the same, its item is done, and the worker goes on."""
+    roots = [f"http://host-{n}.invalid/" for n in range(4)]
+    broken = roots[1]
+    crawler = Broken(roots, Options(max_tasks=2, ignore_robots=True), where, broken)
+    crawl(loop, crawler)
+    assert [url for url, _ in crawler.bugs] == [broken], reason(
+        "s2-crawl.bug-outside-fetch-not-recorded", where=where, url=broken
+    )
+    assert sorted(crawler.fetched) == sorted(set(roots) - {broken}), reason(
+        "s2-crawl.the-crawl-stopped-at-the"
+    )
 
 
 @pytest.mark.task(taskno=2)

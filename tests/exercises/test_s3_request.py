@@ -11,13 +11,16 @@ The contract (the README's "What your code must do"), a test for each promise:
 - every response is released by request() itself, on every way out (`get` checks it
   after each request: the test keeps each response alive, so no garbage collector
   releases it in the code's place);
-- the body costs at most the cap: a declared length over it is not read at all, a body
-  of exactly the cap is kept, an endless one is cut off once it passes the cap.
+- a head stages 1 and 2 refuse raises WireError before a byte of its body is read;
+- the body costs at most the cap: a declared length over it is not read at all, whatever
+  the status, a body of exactly the cap is kept, an endless one is cut off once it passes
+  the cap, and past the cap no more than one chunk of 64 KiB is read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -31,6 +34,7 @@ from reasons import reason
 import stage3_asyncio.crawler as stage3
 from shared import USER_AGENT
 from shared.crawling import Options
+from shared.httpwire import WireError
 from shared.responses import Response
 from shared.testsite import Site
 from shared.testsite.oracle import assert_matches_oracle
@@ -41,6 +45,8 @@ LIMIT_S = 5.0  # far above what any request here needs
 CRAWL_LIMIT_S = 30.0  # a whole crawl of the default site takes a second or two
 CAP = 1000  # the size cap in the tests of task 2, instead of 10 MiB
 PAGE = b"<html><body>" + b"<p>words</p>" * 20_000 + b"</body></html>"  # 240 kB: many chunks
+# A head longer than MAX_HEAD, in fields short enough for aiohttp: stages 1 and 2 refuse it.
+LONG_HEAD = CIMultiDict((f"X-Filler-{n}", "f" * 4000) for n in range(20))
 
 
 class Pages:
@@ -64,8 +70,11 @@ class Pages:
             return web.Response(body=b"x" * int(path.split("/")[2]), content_type="text/plain")
         if path == "/endless":  # chunked, no Content-Length, never ends on its own
             return await self.endless(request)
-        if path.startswith("/declared/"):  # /declared/N: N bytes declared, 10 sent, then none
-            return await self.stalled(request, int(path.split("/")[2]))
+        if path.startswith("/declared/"):  # /declared/N/S: N bytes declared with status S,
+            _, _, size, status = path.split("/")  # 10 sent, then none
+            return await self.stalled(request, int(size), status=int(status))
+        if path == "/long-head":  # a head over 64 KiB, a short body: 10 bytes, then none
+            return await self.stalled(request, 100, fields=LONG_HEAD)
         if path == "/cut":  # 1000 bytes declared, 10 sent, then the connection is closed
             return await self.stalled(request, 1000, cut=True)
         if path.startswith("/chunked/"):  # /chunked/N: N bytes, chunked, no Content-Length
@@ -99,10 +108,19 @@ class Pages:
         return response
 
     async def stalled(
-        self, request: web.Request, declared: int, cut: bool = False
+        self,
+        request: web.Request,
+        declared: int,
+        cut: bool = False,
+        status: int = 200,
+        fields: CIMultiDict[str] | None = None,
     ) -> web.StreamResponse:
         """Declare ``declared`` bytes, send 10, then wait for the client to go (or ``cut``)."""
-        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        headers = CIMultiDict(fields or {})
+        headers["Content-Type"] = "text/plain"
+        if 300 <= status < 400:
+            headers["Location"] = "/page"
+        response = web.StreamResponse(status=status, headers=headers)
         response.content_length = declared
         await response.prepare(request)
         await response.write(b"z" * 10)
@@ -128,13 +146,25 @@ async def served(pages: Pages, body: Callable[[str], Awaitable[T]]) -> T:
         await runner.cleanup()
 
 
-def kept(made: list[aiohttp.ClientResponse]) -> type[aiohttp.ClientResponse]:
-    """A response class whose every response the test holds: only the code releases it."""
+def kept(
+    made: list[aiohttp.ClientResponse], buffered: bool = False
+) -> type[aiohttp.ClientResponse]:
+    """A response class whose every response the test holds: only the code releases it.
+
+    ``buffered``: the response is handed to the code only once the whole body is in
+    aiohttp's buffer, so that each read takes as much as it asks for.
+    """
 
     class Kept(aiohttp.ClientResponse):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             made.append(self)
+
+        async def start(self, connection: Any) -> aiohttp.ClientResponse:
+            await super().start(connection)
+            if buffered:
+                await self.content.wait_eof()  # suspends: until the last byte is in
+            return self
 
     return Kept
 
@@ -145,11 +175,14 @@ def assert_released(made: list[aiohttp.ClientResponse], path: str) -> None:
     assert not left, reason("s3-request.not-released", path=path, count=len(left))
 
 
-def get(*paths: str, stalled: str = "s3-request.endless-body") -> tuple[list[Response], Pages]:
+def get(
+    *paths: str, stalled: str = "s3-request.endless-body", **stalled_fields: object
+) -> tuple[list[Response], Pages]:
     """Call Crawler.request for each path of a fresh tiny server, in a session as crawl's.
 
     Each response must be released once request() returns.  If a request is still
-    reading after LIMIT_S, the test fails with the sentence ``stalled``.
+    reading after LIMIT_S, the test fails with the sentence ``stalled`` (its blanks
+    ``stalled_fields``, and the seconds).
     """
     pages = Pages()
 
@@ -175,7 +208,7 @@ def get(*paths: str, stalled: str = "s3-request.endless-body") -> tuple[list[Res
     try:
         return asyncio.run(served(pages, requests)), pages
     except TimeoutError:
-        pytest.fail(reason(stalled, seconds=f"{LIMIT_S:g}"))
+        pytest.fail(reason(stalled, seconds=f"{LIMIT_S:g}", **stalled_fields))
 
 
 # --- Task 1: a GET and its whole response ---------------------------------------------------------
@@ -208,6 +241,29 @@ def test_the_head_is_read_as_stages_1_and_2_read_it() -> None:
     assert response.headers.get("x-twice") == "one, two", reason(
         "s3-request.head-not-checked", value=repr(response.headers.get("x-twice"))
     )
+
+
+@pytest.mark.task(taskno=1)
+def test_a_head_stages_1_and_2_refuse_raises_before_the_body_is_read() -> None:
+    """A head over 64 KiB, which aiohttp lets through, raises WireError as soon as the head
+    is in: its body (10 bytes sent of 100 declared, then nothing) is not waited for, and the
+    response is released on that way out too."""
+    pages = Pages()
+
+    async def refused(base_url: str) -> None:
+        crawler = Crawler([base_url])
+        made: list[aiohttp.ClientResponse] = []
+        async with aiohttp.ClientSession(response_class=kept(made)) as crawler.session:
+            try:
+                await asyncio.wait_for(crawler.request(base_url + "long-head"), LIMIT_S)
+            except WireError:
+                assert_released(made, "long-head")
+                return
+            except TimeoutError:
+                pytest.fail(reason("s3-request.head-checked-after-body", seconds=f"{LIMIT_S:g}"))
+        pytest.fail(reason("s3-request.long-head-accepted"))
+
+    asyncio.run(served(pages, refused))
 
 
 @pytest.mark.task(taskno=1)
@@ -281,6 +337,31 @@ def test_a_body_cut_short_raises_and_its_response_is_released() -> None:
 
 
 @pytest.mark.task(taskno=1)
+def test_a_request_cancelled_in_the_middle_of_the_body_releases_its_response() -> None:
+    """fetch's timeout cancels request() while it waits for the rest of a body: a cancel is
+    a way out as an exception is, and the response is released on it too."""
+    path = "declared/100/200"  # 10 bytes of 100 sent, then nothing
+
+    async def cancelled(base_url: str) -> None:
+        crawler = Crawler([base_url])
+        made: list[aiohttp.ClientResponse] = []
+        async with aiohttp.ClientSession(response_class=kept(made)) as crawler.session:
+            reading = asyncio.create_task(crawler.request(base_url + path))
+            try:
+                async with asyncio.timeout(LIMIT_S):
+                    while not (made and made[0].content is not None and made[0].content._cursor):
+                        await asyncio.sleep(0.005)  # until the 10 bytes sent are read
+            except TimeoutError:
+                pytest.fail(reason("s3-request.body-not-read", seconds=f"{LIMIT_S:g}"))
+            reading.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+            assert_released(made, path)
+
+    asyncio.run(served(Pages(), cancelled))
+
+
+@pytest.mark.task(taskno=1)
 def test_the_default_site_gives_the_oracles_pages_and_records(
     default_site: tuple[Site, str],
 ) -> None:
@@ -302,12 +383,16 @@ def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.task(taskno=2)
 @pytest.mark.usefixtures("small_cap")
-def test_a_body_declared_longer_than_the_cap_is_not_kept() -> None:
+@pytest.mark.parametrize("status", [200, 404, 301])
+def test_a_body_declared_longer_than_the_cap_is_not_kept(status: int) -> None:
     """Content-Length above the cap: too_large, an empty body, the status still there, and
-    not a byte more read: the server sends 10 bytes of the body and waits."""
-    (response,), _ = get(f"declared/{CAP + 1}", stalled="s3-request.declared-body-read")
-    assert response.status == 200, reason(
-        "s3-request.the-status-is-not-200", value1=response.status
+    not a byte more read: the server sends 10 bytes of the body and waits.  Whatever the
+    status: an error page or a redirect costs as much to download as a page."""
+    (response,), _ = get(
+        f"declared/{CAP + 1}/{status}", stalled="s3-request.declared-body-read", status=status
+    )
+    assert response.status == status, reason(
+        "s3-request.status-not-kept", value=response.status, status=status
     )
     assert response.too_large, reason("s3-request.a-body-declared-longer-than")
     assert response.body == b"", reason("s3-request.a-body-too-large-must")
@@ -349,3 +434,33 @@ def test_a_body_of_no_declared_length_is_counted_chunk_by_chunk(size: int) -> No
         assert response.too_large and response.body == b"", reason(
             "s3-request.last-chunk-counted", size=size, cap=CAP, kept=len(response.body)
         )
+
+
+BIG_CAP = 100_000  # a cap larger than a chunk of 64 KiB, and not a multiple of it
+
+
+@pytest.mark.task(taskno=2)
+def test_a_body_too_large_costs_the_cap_and_one_small_chunk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """All of a body four times the cap is in aiohttp's buffer before request() reads, so
+    each read takes all it asks for: past the cap, no more than one chunk of 64 KiB (what
+    stages 1 and 2 read at a time) may be taken."""
+    monkeypatch.setattr(stage3, "MAX_BODY", BIG_CAP)
+
+    async def too_large(base_url: str) -> tuple[Response, int]:
+        crawler = Crawler([base_url])
+        made: list[aiohttp.ClientResponse] = []
+        async with aiohttp.ClientSession(
+            response_class=kept(made, buffered=True), read_bufsize=2**20
+        ) as crawler.session:
+            path = f"chunked/{4 * BIG_CAP}"
+            response = await asyncio.wait_for(crawler.request(base_url + path), LIMIT_S)
+            assert_released(made, path)
+            return response, made[0].content._cursor  # the bytes the code took from the body
+
+    response, taken = asyncio.run(served(Pages(), too_large))
+    assert response.too_large and response.body == b"", reason("s3-request.a-body-that-passes-the")
+    assert taken <= BIG_CAP + 64 * 1024, reason(
+        "s3-request.read-far-past-the-cap", taken=taken, cap=BIG_CAP
+    )

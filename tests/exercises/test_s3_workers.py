@@ -11,7 +11,7 @@ The contract (the README's "What your code must do"), a test for each promise:
 - Ctrl-C (a cancel of crawl() at its join()) stops the workers too, then and there
   (test_a_cancelled_crawl_cancels_its_workers);
 - a worker fetches as the oracle says, robots.txt first, in the host's slot (its fetch
-  counts in --max-per-host), side by side with the others;
+  counts in --max-per-host), side by side with the others, however low --max-per-host is;
 - a bug in one page is recorded and the worker goes on; a cancel ends the worker, even
   in the middle of a fetch (test_ctrl_c_during_fetches_ends_the_crawl).
 """
@@ -28,7 +28,7 @@ import pytest
 from reasons import reason
 
 from shared import USER_AGENT
-from shared.crawling import Options
+from shared.crawling import Options, ParseError
 from shared.report import CrawlResult
 from shared.testsite import Site, serve, serve_hosts
 from shared.testsite.oracle import assert_matches_oracle
@@ -195,7 +195,8 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
 @pytest.mark.task(taskno=1)
 def test_crawl_prepares_what_the_workers_share() -> None:
     """An asyncio.Queue, an open session set up for the crawl, no robots.txt fetch yet."""
-    options = Options(max_tasks=2, max_redirect=0)
+    # --max-per-host is one host's limit: the session's connections are the whole crawl's
+    options = Options(max_tasks=2, max_redirect=0, max_per_host=1)
     crawler = StandIn(["http://one.invalid/"], options)
     run(crawler.crawl())
     assert crawler.shared == [("Queue", "ClientSession", "dict")] * 2, reason(
@@ -204,7 +205,7 @@ def test_crawl_prepares_what_the_workers_share() -> None:
     assert isinstance(crawler.q, asyncio.Queue), reason("s3-workers.self-q-must-be-an")
     assert crawler.robots_tasks == {}, reason("s3-workers.robots-tasks-must-start-empty")
     # open, naming the crawler, no timeout of aiohttp's (its default stops a connect after
-    # 30 s, whatever --timeout says), and max_tasks connections at most
+    # 30 s, whatever --timeout says), and max_tasks connections at most, not --max-per-host
     assert crawler.sessions == [(True, USER_AGENT, True, 2)] * 2, reason(
         "s3-workers.the-session-was-open-our", value1=crawler.sessions
     )
@@ -321,6 +322,20 @@ def test_the_workers_fetch_side_by_side() -> None:
 
 
 @pytest.mark.task(taskno=2)
+def test_four_hosts_of_one_slot_each_are_fetched_side_by_side() -> None:
+    """--max-per-host 1 limits each host, not the crawl: four workers on four hosts keep four
+    fetches in flight, one to each host (at the start: the four robots.txt)."""
+    site = Site(pages=6, traps=False, latency=0.05)
+    hosts = [f"127.0.0.{n}" for n in range(1, 5)]
+    with serve_hosts(site, hosts) as bases:
+        result = asyncio.run(crawl(Watched(bases, Options(max_tasks=4, max_per_host=1))))
+        assert_matches_oracle(result, site.expected(bases))
+    assert site.max_in_flight == 4, reason(
+        "s3-workers.per-host-limits-the-crawl", value=site.max_in_flight
+    )
+
+
+@pytest.mark.task(taskno=2)
 def test_robots_txt_is_fetched_in_its_host_s_slot() -> None:
     """Two origins on one host, --max-per-host 1: their robots.txt fetches take the slot too,
     so the host never has two requests in flight."""
@@ -349,3 +364,88 @@ def test_ctrl_c_during_fetches_ends_the_crawl() -> None:
         ended, recorded = asyncio.run(main(Watched([base_url], Options(max_tasks=4))))
     assert ended, reason("s3-workers.ctrl-c-caught", limit=LIMIT_S)
     assert not recorded, reason("s3-workers.cancel-recorded", urls=recorded)
+
+
+class Broken(Watched):
+    """A crawler that fetches nothing, with a bug outside the fetch for one URL: in begin()
+    or while it waits for robots.txt."""
+
+    def __init__(self, roots: list[str], options: Options, where: str, url: str) -> None:
+        super().__init__(roots, options)
+        self.where, self.broken_url = where, url
+        self.fetched: list[str] = []
+        self.bugs: list[str] = []  # the URLs record_bug was given
+
+    def record_bug(self, url: str, exc: Exception) -> None:
+        """BaseCrawler.record_bug, watched."""
+        self.bugs.append(url)
+        super().record_bug(url, exc)
+
+    async def robots(self, url: str) -> None:
+        """A wait for robots.txt, known at once; raising for the broken URL if the bug is there."""
+        await asyncio.sleep(0)
+        self.bug_at("robots", url)
+
+    def begin(self, url: str) -> bool:
+        """BaseCrawler.begin, but raising for the broken URL if the bug is there."""
+        self.bug_at("begin", url)
+        return super().begin(url)
+
+    def bug_at(self, where: str, url: str) -> None:
+        """Raise a bug if it is here, for the broken URL."""
+        if where == self.where and url == self.broken_url:
+            raise ParseError(f"a bug in {where}() for {url}")
+
+    async def fetch(self, url: str, max_redirect: int) -> None:
+        """A fetch that takes a turn of the loop and finds no links."""
+        await asyncio.sleep(0)
+        self.fetched.append(url)
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.parametrize("where", ["robots", "begin"])
+def test_a_bug_outside_the_fetch_is_recorded_and_the_crawl_goes_on(where: str) -> None:
+    """The bug of a page may come before its fetch: while robots.txt is awaited, or in
+    begin().  It is recorded all the same, its item is done, and the worker goes on."""
+    roots = [f"http://host-{n}.invalid/" for n in range(4)]
+    broken = roots[1]
+    crawler = Broken(roots, Options(max_tasks=2, ignore_robots=True), where, broken)
+    asyncio.run(crawl(crawler))
+    assert crawler.bugs == [broken], reason(
+        "s3-workers.bug-outside-fetch-not-recorded", where=where, url=broken
+    )
+    assert sorted(crawler.fetched) == sorted(set(roots) - {broken}), reason(
+        "s3-workers.the-crawl-stopped-at-the"
+    )
+
+
+class Interrupted(Watched):
+    """A crawler whose every fetch waits forever, robots.txt's too: only a cancel (Ctrl-C)
+    can end it."""
+
+    async def fetch(self, url: str, max_redirect: int) -> None:
+        """A fetch in flight, until cancelled."""
+        await asyncio.Event().wait()
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.parametrize("robots", ["ignored", "fetched"])
+def test_ctrl_c_leaves_no_item_taken_and_undone(robots: str) -> None:
+    """Ctrl-C cancels the workers wherever they wait: in a fetch, for the host's slot, for
+    robots.txt.  Each item taken is done all the same, once."""
+    roots = ["http://host-0.invalid/a", "http://host-0.invalid/b", "http://host-1.invalid/"]
+    options = Options(max_tasks=3, max_per_host=1, ignore_robots=robots == "ignored")
+    crawler = Interrupted(roots, options)
+
+    async def main() -> int:
+        task = asyncio.create_task(crawler.crawl())
+        while not (hasattr(crawler, "q") and crawler.q.empty()):  # every item taken
+            await asyncio.sleep(0.005)
+        for _ in range(5):  # a few turns: each worker on its way to a fetch, or waiting
+            await asyncio.sleep(0)
+        task.cancel()  # Ctrl-C
+        await asyncio.wait({task}, timeout=LIMIT_S)
+        return crawler.q._unfinished_tasks - crawler.q.qsize()  # taken, and not done
+
+    undone = asyncio.run(main())
+    assert undone == 0, reason("s3-workers.cancel-left-items-undone", undone=undone)
