@@ -319,6 +319,14 @@ BODIES = [
         "a class pattern by position",
     ),
     ("match fn:\n    case int(n):\n        pass", None),
+    # The public names of what the stages work with are an answer's to reach for (a
+    # Queue's empty, a socket's sendall, asyncio's Lock): the tests judge them...
+    ("fn.empty()\nfn.sendall(b'')\nfn.Lock()\nfn.result()", None),
+    # ... but not those that reach past the crawl: threads, processes, descriptors.
+    ("fn.run_in_executor(None, fn)", "`.run_in_executor`"),
+    ("fn.to_thread(fn)", "`.to_thread`"),
+    ("fn.create_subprocess_exec('ls')", "`.create_subprocess_exec`"),
+    ("fn.fromfd(1, 2, 1)", "`.fromfd`"),
 ]
 
 
@@ -375,6 +383,22 @@ def test_every_builtin_is_either_safe_or_refused() -> None:
     }
     assert unsorted == set()
     assert not studentfile.SAFE_BUILTINS & studentfile.REFUSED_BUILTINS
+
+
+def test_the_lesson_s_modules_are_those_the_stages_import() -> None:
+    # Their public names are allowed attributes (studentfile.lesson_attributes): a module
+    # a stage starts to import joins them here, and one it drops leaves.
+    found: set[str] = set()
+    for folder in ("stage1_callbacks", "stage2_generators", "stage3_asyncio"):
+        for file in (ROOT / folder).glob("*.py"):
+            for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    found |= {a.name for a in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    found.add(node.module)
+    found = {m for m in found if m.partition(".")[0] not in studentfile.MODULES}
+    found -= {"__future__", "stage1_callbacks", "stage2_generators", "stage3_asyncio", "shared"}
+    assert set(studentfile.LESSON_MODULES) == found
 
 
 #: What a handout's manifest keeps to judge the student's files, as a Python made it.
@@ -533,7 +557,8 @@ def test_no_folder_ends_or_stalls_the_class(
         ("time.sleep(0.1)", "every other fetch stops with it: schedule the rest instead"),
         ("import os", "an import runs code outside the exercise"),
         ("sys.modules.clear()", "it reaches into the interpreter"),
-        ("heapq.merge([], [])", "no solution of this exercise needs it"),
+        ("self.frobnicate()", "no solution of this exercise needs it"),
+        ("self.selector.fromfd(1)", "it reaches past the crawl, to threads, processes or files"),
     ],
 )
 def test_a_refused_body_is_told_why_in_the_chapter_s_terms(body: str, words: str) -> None:

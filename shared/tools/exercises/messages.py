@@ -104,6 +104,10 @@ SENTENCES: dict[str, dict[str, str]] = {
         ),
         "code.why-global": "a body keeps its state on self or in locals, not in the module",
         "code.why-interpreter": "it reaches into the interpreter, past the code under test",
+        "code.why-past": (
+            "it reaches past the crawl, to threads, processes or files: the lesson's loop "
+            "does all its work on its one thread, and the tests judge only that"
+        ),
         "code.why-unneeded": (
             "no solution of this exercise needs it; write the body with the module's own names"
         ),
@@ -221,6 +225,10 @@ SENTENCES: dict[str, dict[str, str]] = {
         "code.why-import": "import 会运行练习之外的代码；请使用模块已经导入的名字",
         "code.why-global": "函数体把状态保存在 self 或局部变量里，而不是模块里",
         "code.why-interpreter": "它越过了被测代码，伸进了解释器内部",
+        "code.why-past": (
+            "它越过了爬虫，伸向线程、进程或文件：本课的事件循环在它唯一的线程上完成全部工作，"
+            "测试也只评判这些"
+        ),
         "code.why-unneeded": "这个练习的任何解答都用不到它；请用模块自己的名字写出函数体",
         "results.twice": "结果：{what} 被报告了两次",
         "results.unknown": "结果：{test} 不是这个练习的测试",

@@ -20,11 +20,13 @@ by syntax tree, not by text:
   - a fresh name of the body's own (a local, a parameter, a nested function), which is
     not a refused builtin, not a module and not a dunder: so no local can stand for
     what is refused (`def f(open=open)`);
-  - for a name read: one of the module's own (its functions, classes and constants, not
-    the modules it imports), or a builtin of SAFE_BUILTINS;
+  - for a name read: one of the module's own (its functions, classes and constants), a
+    module it imports that is not one of MODULES, or a builtin of SAFE_BUILTINS;
   - for an attribute: one the handout's file uses outside the bodies, a method of
-    Python's plain value types (METHODS), or a public name of a module of PURE_MODULES
-    the body imports; never one of DENIED_ATTRIBUTES.
+    Python's plain value types (METHODS), a public name of a module of PURE_MODULES
+    the body imports, or a public name of LESSON_MODULES or of their classes
+    (`lesson_attributes`: not one that blocks or reaches past the crawl); never one of
+    DENIED_ATTRIBUTES.
 
   A string becomes a name in one place a body can reach: the builtins of NAME_BUILTINS
   (`getattr(self, "_state")`), which are accepted only with a constant string that is
@@ -45,6 +47,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -408,6 +411,51 @@ def _value_methods() -> frozenset[str]:
 #: Methods of the plain value types (`append`, `popleft`, `items`): allowed attributes.
 METHODS = _value_methods()
 
+#: Parts of a name that reach past the crawl: other processes and threads, signals, files
+#: and descriptors, the debugger, frames.  A lesson's attribute holding one is refused.
+REACHES_PAST = re.compile(
+    "subprocess|exec|thread|fork|signal|spawn|process|pipe|child|watcher|policy|debug"
+    "|stack|frame|trace|file|fd|dup|share|detach"
+)
+
+
+#: The modules the three stages import for their work, beside their own and MODULES: an
+#: answer may reach for their public names, as a student who read their documentation
+#: would.  Written here, not read from the stages' files, which are the student's in a
+#: handout (tests/test_tampering.py holds it to what the stages import).
+LESSON_MODULES = (
+    *("aiohttp", "asyncio", "collections", "collections.abc", "contextlib", "dataclasses"),
+    *("functools", "heapq", "itertools", "selectors", "socket", "ssl", "time", "typing"),
+    *("yarl", "shared.aiohttp_wire", "shared.crawling", "shared.httpwire", "shared.log"),
+    *("shared.observe", "shared.resolver", "shared.responses", "shared.tls"),
+    *("shared.tools.run_stage", "stage1_callbacks.loop", "stage2_generators.futures"),
+    *("stage2_generators.loop", "stage2_generators.queues", "stage2_generators.sockets"),
+    "stage2_generators.tasks",
+)
+
+
+@functools.cache
+def lesson_attributes() -> frozenset[str]:
+    """The public names of the modules the stages work with, and of their classes (a
+    Queue's `empty`, a socket's `sendall`, asyncio's `Lock`): an answer may reach for any
+    of them, as a student who read their documentation would, and be judged by the tests.
+    Not one that blocks the loop (BLOCKING: refused with the chapter's reason), nor one
+    that reaches past the crawl (REACHES_PAST), nor a denied one."""
+    import importlib
+
+    found: set[str] = set()
+    for name in LESSON_MODULES:
+        module = importlib.import_module(name)
+        for public in (n for n in dir(module) if not n.startswith("_")):
+            found.add(public)
+            value = getattr(module, public)
+            if isinstance(value, type):
+                found |= {n for n in dir(value) if not n.startswith("_")}
+    return (
+        frozenset(n for n in found if not REACHES_PAST.search(n.lower()) and n not in BLOCKING)
+        - DENIED_ATTRIBUTES
+    )
+
 
 def _pure_import(node: ast.Import | ast.ImportFrom) -> bool:
     """Whether an import takes only public names from PURE_MODULES (and their submodules)."""
@@ -491,7 +539,7 @@ class Judge:
         if name in DENIED_ATTRIBUTES or dunder(name):
             return False
         known = self.module.attributes | METHODS | self.imported | HARMLESS
-        return name in known
+        return name in known or name in lesson_attributes()
 
     def read(self, name: str) -> bool:
         """Whether a body may read the name ``name``: a builtin that turns a string into a
@@ -502,6 +550,7 @@ class Judge:
             name in self.local
             or name in self.allowed
             or name in self.module.names
+            or (name in self.module.modules and name not in MODULES)  # `asyncio`, `socket`
             or (safe_builtin(name) and name not in self.module.modules)
         )
 
@@ -611,6 +660,8 @@ def why(what: str) -> str:
         return say("en", "code.why-blocks", name=name)
     if name in INTERPRETER or dunder(name) or what.startswith(("`getattr", "`type")):
         return say("en", "code.why-interpreter")
+    if REACHES_PAST.search(name.lower()):
+        return say("en", "code.why-past")
     return say("en", "code.why-unneeded")
 
 
