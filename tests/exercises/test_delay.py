@@ -12,7 +12,8 @@ The contract (the README's "What your code must do"), a test for each promise:
 - a try waits what delay_before answered, no longer (counted: the timer's delay, the sleep's);
 - without --delay nothing waits: stage 1's start is the loop's next step, and polite ends
   at its first step in stages 2 and 3;
-- a start not yet due is the fetcher's timer: Ctrl-C (close()) cancels it (stage 1).
+- a start not yet due is the fetcher's timer: Ctrl-C (close()) cancels it (stage 1);
+  a cancel that lands on the wait comes out of polite (stages 2 and 3).
 """
 
 from __future__ import annotations
@@ -215,3 +216,48 @@ def test_a_try_waits_what_delay_before_answered_and_no_longer(
     asked = [round(wait, 3) for wait in waits]
     booked = [round(answer, 3) for answer in answers]
     assert asked == booked, reason("delay.waited-more-than-its-turn", waits=asked, answers=booked)
+
+
+@pytest.mark.parametrize("package", STAGES[1:])
+def test_a_cancel_that_lands_on_the_wait_ends_polite(package: str) -> None:
+    """Ctrl-C, or the fetch's time running out, cancels the worker while it waits its
+    turn: the CancelledError comes out of polite, and no request follows it."""
+    root = refused_root()
+    module = importlib.import_module(f"{package}.crawler")
+    crawler = module.Crawler([root], Options(delay=10))
+    crawler.delay_before(root)  # the host's turn is taken: the next start is 10 s away
+    if package == "stage2_generators":
+        from stage2_generators.futures import CancelledError
+        from stage2_generators.loop import EventLoop
+        from stage2_generators.tasks import Task, sleep
+
+        def cancelled() -> Any:
+            task = Task(crawler.polite(root))
+            yield from sleep(0.01)  # polite has started its wait
+            task.cancel()
+            try:
+                yield from task
+            except CancelledError:
+                return "cancelled"
+            return "went on"
+
+        loop = EventLoop()
+        try:
+            outcome = loop.run_until_complete(cancelled())
+        finally:
+            loop.close()
+    else:
+        import asyncio
+
+        async def cancelled_asyncio() -> str:
+            task = asyncio.create_task(crawler.polite(root))
+            await asyncio.sleep(0.01)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                return "cancelled"
+            return "went on"
+
+        outcome = asyncio.run(asyncio.wait_for(cancelled_asyncio(), 5))
+    assert outcome == "cancelled", reason("delay.cancel-swallowed")

@@ -28,10 +28,13 @@ STAGES = [
 HOSTS = loopback_hosts(3)  # 127.0.0.1, 127.0.0.2 and 127.0.0.3
 
 
-def crawl_three_hosts(package: str, options: Options, site: Site) -> dict[str, int]:
-    """Crawl ``site`` on three hosts at once; check the records; return each host's peak."""
+def crawl_three_hosts(
+    package: str, options: Options, site: Site, hosts: list[str] = HOSTS
+) -> dict[str, int]:
+    """Crawl ``site`` on three hosts at once (or on ``hosts``); check the records; return
+    each host's peak."""
     crawl = importlib.import_module(package).crawl
-    with serve_hosts(site, HOSTS) as bases:
+    with serve_hosts(site, hosts) as bases:
         result = crawl(bases, options)
         assert not result.interrupted, reason("per-host.the-crawl-was-interrupted")
         expected = site.expected(bases)
@@ -95,3 +98,12 @@ def test_without_max_per_host_a_host_may_have_every_fetch(package: str) -> None:
     site = Site(pages=40, traps=False, latency=0.03)
     peaks = crawl_three_hosts(package, Options(max_tasks=6), site)
     assert max(peaks.values()) > 2, reason("per-host.a-limit-where-none-was")
+
+
+@pytest.mark.parametrize("package", STAGES)
+def test_a_host_on_two_ports_is_one_host(package: str) -> None:
+    """127.0.0.1 served on two ports, --max-per-host 1: one fetch at a time to the host,
+    whichever port it goes to.  A slot is the host's, not its origin's."""
+    site = Site(pages=20, traps=False, latency=0.03)
+    peaks = crawl_three_hosts(package, Options(max_tasks=4, max_per_host=1), site, HOSTS[:1] * 2)
+    assert peaks == {HOSTS[0]: 1}, reason("per-host.a-port-is-not-a-host", peaks=peaks)

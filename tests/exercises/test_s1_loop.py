@@ -268,6 +268,29 @@ def test_a_timer_that_is_not_due_waits_for_a_later_turn(loop: EventLoop) -> None
 
 @pytest.mark.task(taskno=2)
 @pytest.mark.usefixtures("nudge")
+def test_a_timer_that_falls_due_while_select_waits_runs_this_turn(
+    loop: EventLoop, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stand-in clock that select() moves on by a second, as a real wait would: the
+    timer due half a second in is due when select() returns, so it runs in this turn.
+    The clock is read for the timers after the wait, not before it."""
+    clock = [1000.0]
+    monkeypatch.setattr(loop, "time", lambda: clock[0])
+    real_select = loop.selector.select
+
+    def select(timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        clock[0] += 1.0  # the second the wait took
+        return real_select(0)
+
+    monkeypatch.setattr(loop.selector, "select", select)
+    seen, record = recorder()
+    loop.call_later(0.5, record, "due during the wait")
+    loop.run_once()
+    assert seen == ["due during the wait"], reason("s1-loop.due-during-the-wait")
+
+
+@pytest.mark.task(taskno=2)
+@pytest.mark.usefixtures("nudge")
 def test_a_timer_due_exactly_now_runs_this_turn(
     loop: EventLoop, monkeypatch: pytest.MonkeyPatch
 ) -> None:

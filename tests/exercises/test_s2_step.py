@@ -175,6 +175,28 @@ def test_a_task_resumes_when_its_future_is_resolved(loop: EventLoop) -> None:
 
 
 @pytest.mark.task(taskno=2)
+def test_a_failed_future_wakes_its_task_with_the_exception(loop: EventLoop) -> None:
+    """The future failed: _wakeup still steps the task, and the step throws the exception
+    in at the `yield from`, where the coroutine may catch it (a fetch's error handling)."""
+    fut: Future[int] = Future()
+    loop.call_later(0.01, fut.set_exception, ConnectionResetError("reset by the test"))
+
+    def careful() -> Coroutine[str]:
+        try:
+            yield from fut
+        except ConnectionResetError:
+            return "caught"
+        return "not thrown in"
+
+    task = Task(careful())
+    turned: Future[None] = Future()  # a plain future: the loop turns a while, no task waits
+    loop.call_later(0.05, turned.set_result, None)
+    run(loop, turned)
+    outcome = "still waiting" if not task.done() else repr(task.result())
+    assert outcome == "'caught'", reason("s2-step.failed-future-never-woke", outcome=outcome)
+
+
+@pytest.mark.task(taskno=2)
 def test_a_cancel_reaches_a_paused_task_through_the_future_it_waits_for(loop: EventLoop) -> None:
     """The future a pause yielded is the task's _fut_waiter: cancel() cancels it, which wakes
     the task at once, rather than when the future would end on its own (never, here)."""
@@ -512,8 +534,10 @@ def test_keyboard_interrupt_settles_the_task_and_stops_the_loop(loop: EventLoop)
         raise KeyboardInterrupt
 
     task = Task(interrupted())
+    # The loop waits on another task: only the interrupt, out of the step, can end it early
+    # (waiting on the task itself, its result() would raise what the task stored).
     with raises(KeyboardInterrupt, reason("s2-step.keyboardinterrupt-should-go-on-out")):
-        run(loop, task)
+        run(loop, sleep(0.5))
     assert task.done(), reason("s2-step.the-task-was-left-half")
     assert isinstance(task.exception(), KeyboardInterrupt), reason(
         "s2-step.the-task-should-hold-the-2"
