@@ -193,6 +193,7 @@ def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # some forty answers, each a check of its own: not the usual 120 s
 @pytest.mark.usefixtures("in_process")
 @pytest.mark.parametrize("name", exercise_names())
 def test_every_wrong_answer_fails_its_task_with_the_words_that_name_it(

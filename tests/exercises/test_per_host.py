@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 from collections import defaultdict, deque
+from typing import Any
 
 import pytest
 from reasons import reason
@@ -107,3 +108,31 @@ def test_a_host_on_two_ports_is_one_host(package: str) -> None:
     site = Site(pages=20, traps=False, latency=0.03)
     peaks = crawl_three_hosts(package, Options(max_tasks=4, max_per_host=1), site, HOSTS[:1] * 2)
     assert peaks == {HOSTS[0]: 1}, reason("per-host.a-port-is-not-a-host", peaks=peaks)
+
+
+@pytest.mark.task(taskno=2)
+def test_stage2_a_slot_comes_back_however_its_block_ends() -> None:
+    """Stage 2's slot, without a crawl: a with block that a page's bug or a cancel ends
+    gives its token back, as one that ends well does; else the host loses a slot for good."""
+    from stage2_generators.crawler import Crawler
+    from stage2_generators.loop import EventLoop
+
+    crawler = Crawler(["http://127.0.0.1:9/"], Options(max_per_host=1))
+    url = "http://127.0.0.1:9/page"
+    crawler.host_slots = {}  # as crawl() starts them
+
+    def twice_broken_then_used() -> Any:
+        for _ in range(2):
+            try:
+                with (yield from crawler.host_slot(url)):
+                    raise RuntimeError("a page's bug")
+            except RuntimeError:
+                pass
+        return len(crawler.host_slots[host_key(url)]._queue)  # the tokens it holds now
+
+    loop = EventLoop()
+    try:
+        left = loop.run_until_complete(twice_broken_then_used())
+    finally:
+        loop.close()
+    assert left == 1, reason("per-host.slot-lost-on-error", left=left)

@@ -175,6 +175,32 @@ def test_fail_on_records_the_error_and_the_crawl_goes_on(default_site: tuple[Sit
     assert pages <= result.urls, reason("s1-stack-ripping.the-generated-pages-were-crawled")
 
 
+@pytest.mark.task(taskno=1)
+def test_a_robots_txt_whose_reading_raises_lets_its_pages_go_on(
+    monkeypatch: pytest.MonkeyPatch, loops: list[WatchedLoop]
+) -> None:
+    """The bug hits robots.txt, which the site's pages wait for: the failed fetch leaves the
+    crawl through finished(), which also gives back the pages parked behind it, so they
+    are fetched and recorded as if robots.txt had failed on the network."""
+    original = Fetcher._on_readable
+
+    def on_readable(self: Fetcher, key: Any, mask: int) -> None:
+        if self.url.endswith("/robots.txt"):
+            raise RuntimeError("robots.txt reader bug")
+        original(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_readable", on_readable)
+    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
+        try:
+            result = stage1_callbacks.crawl([base], replace(OPTIONS, ignore_robots=False))
+        except RuntimeError as exc:
+            pytest.fail(reason("s1-stack-ripping.crawl-stopped", error=repr(exc)))
+    records = by_path(result, base)
+    assert {"/", "/a", "/c", "/e"} <= set(records), reason(
+        "s1-stack-ripping.parked-pages-lost", value1=sorted(records)
+    )
+
+
 # --- Task 2: say where ------------------------------------------------------------------
 
 

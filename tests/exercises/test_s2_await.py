@@ -264,6 +264,28 @@ class Listener(Observer):
 
 
 @pytest.mark.task(taskno=2)
+def test_a_step_given_an_exception_throws_it_in(loop: EventLoop) -> None:
+    """_step(exc) resumes the coroutine with throw(exc), not send: the exception lands at
+    the await, even one whose future is still pending (a cancel, a refused yield)."""
+    pending: Future[int] = Future()
+
+    async def waiting() -> str:
+        try:
+            await pending
+        except ConnectionResetError:
+            return "thrown in"
+        return "resumed with a value"
+
+    task = Task(waiting())
+    loop.call_later(0.01, task._step, ConnectionResetError("thrown by the test"))
+    turned: Future[None] = Future()  # a plain future: the loop turns a while
+    loop.call_later(0.05, turned.set_result, None)
+    run(loop, turned)
+    outcome = "still pending" if not task.done() else repr(task.exception() or task.result())
+    assert outcome == "'thrown in'", reason("s2-await.step-must-throw", outcome=outcome)
+
+
+@pytest.mark.task(taskno=2)
 def test_an_observer_hears_each_step_with_the_value_sent() -> None:
     """With --trace, each step tells the loop's observer what it resumes the async def with."""
 

@@ -238,7 +238,11 @@ def test_cancelling_one_joiner_leaves_the_others_waiting(loop: EventLoop) -> Non
         assert quitter.cancelled(), reason("s2-queue.joiner-cancelled")
         assert not stayer.done(), reason("s2-queue.other-joiner")
         yield from q.get()
-        q.task_done()
+        try:
+            q.task_done()  # a joiner's future was cancelled: this wakes the others only
+        except Exception as error:
+            said = f"{type(error).__name__}: {error}"
+            pytest.fail(reason("s2-queue.task-done-after-a-cancelled-joiner", error=said))
         yield from stayer
 
     run(loop, main())
