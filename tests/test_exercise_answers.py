@@ -29,6 +29,7 @@ import io
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -262,6 +263,26 @@ def test_solve_refuses_a_task_the_exercise_has_not(
     folder = start("s1-loop", tmp_path / "ws", capsys)
     assert main(["solve", "s1-loop", "--in", str(folder), "--task", "9"]) == 2
     assert "s1-loop has no task 9" in capsys.readouterr().err
+
+
+def test_no_two_wrong_answers_of_a_catalogue_are_the_same_code() -> None:
+    """A wrong answer earns its place by a mistake no other one makes: two whose edited
+    functions parse alike (comments and layout aside) cost a check and catch nothing more."""
+    same = []
+    for exercise in catalog.all_exercises():
+        known = answers.load(exercise)
+        seen: dict[tuple[str, str], str] = {}
+        for mistake in known.mistakes:
+            code = textwrap.dedent(known.wrong_body(mistake))
+            try:
+                shape = ast.dump(ast.parse(code))
+            except SyntaxError:
+                shape = code
+            key = (str(mistake.edit.target), shape)
+            if key in seen:
+                same.append(f"{exercise.name}: {mistake.name} is {seen[key]}")
+            seen.setdefault(key, mistake.name)
+    assert not same, same
 
 
 def test_each_catalogue_names_every_task_and_edits_the_reference_it_has() -> None:
