@@ -54,6 +54,22 @@ def plant_parse_bug(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
     monkeypatch.setattr(Crawler, "parse_links", parse_links)
 
 
+def plant_reader_bug(monkeypatch: pytest.MonkeyPatch, path: str, on_try: int = 1) -> None:
+    """Make the Fetcher of URLs ending in path raise RuntimeError("reader bug") from its
+    readable callback, its socket open, on try ``on_try`` (the tries before are reset)."""
+    original = Fetcher._on_readable
+
+    def on_readable(self: Fetcher, key: Any, mask: int) -> None:
+        if self.url.endswith(path):
+            if self.tries < on_try:
+                self._fail(ConnectionResetError("reset by the test"))
+                return
+            raise RuntimeError("reader bug")
+        original(self, key, mask)
+
+    monkeypatch.setattr(Fetcher, "_on_readable", on_readable)
+
+
 # --- Task 1: record it and go on ------------------------------------------------------------
 
 
@@ -92,17 +108,7 @@ def test_a_callback_that_raises_with_its_socket_open_has_its_try_closed(
 ) -> None:
     """The Fetcher raised before it could close its socket: callback_failed closes it.
     On a retry too (its first try lost to a reset): a bug is recorded as one try."""
-    original = Fetcher._on_readable
-
-    def on_readable(self: Fetcher, key: Any, mask: int) -> None:
-        if self.url.endswith("/b"):
-            if self.tries < on_try:
-                self._fail(ConnectionResetError("reset by the test"))
-                return
-            raise RuntimeError("reader bug")
-        original(self, key, mask)
-
-    monkeypatch.setattr(Fetcher, "_on_readable", on_readable)
+    plant_reader_bug(monkeypatch, "/b", on_try)
     with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         try:
             result = stage1_callbacks.crawl([base], replace(OPTIONS, max_tries=on_try))
@@ -182,14 +188,7 @@ def test_a_robots_txt_whose_reading_raises_lets_its_pages_go_on(
     """The bug hits robots.txt, which the site's pages wait for: the failed fetch leaves the
     crawl through finished(), which also gives back the pages parked behind it, so they
     are fetched and recorded as if robots.txt had failed on the network."""
-    original = Fetcher._on_readable
-
-    def on_readable(self: Fetcher, key: Any, mask: int) -> None:
-        if self.url.endswith("/robots.txt"):
-            raise RuntimeError("robots.txt reader bug")
-        original(self, key, mask)
-
-    monkeypatch.setattr(Fetcher, "_on_readable", on_readable)
+    plant_reader_bug(monkeypatch, "/robots.txt")
     with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
         try:
             result = stage1_callbacks.crawl([base], replace(OPTIONS, ignore_robots=False))
