@@ -76,11 +76,17 @@ def loops(monkeypatch: pytest.MonkeyPatch) -> list[WatchedLoop]:
 
 
 class RefusingSocket(socket.socket):
-    """A real socket (the loop can watch it) whose send() raises ``error``."""
+    """A real socket (the loop can watch it) whose send() raises ``error``; a sendall()
+    raises it too, and is remembered."""
 
     error: OSError
+    sendall_called = False
 
     def send(self, data: Any, flags: int = 0) -> int:
+        raise self.error
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        self.sendall_called = True
         raise self.error
 
 
@@ -113,6 +119,7 @@ def test_a_full_socket_waits_and_a_broken_one_fails_the_try(
             fetcher._on_writable(crawler.loop.selector.get_key(sock), EVENT_WRITE)
         except OSError as raised:
             pytest.fail(reason("s1-read.send-error-escaped", error=repr(raised)))
+        assert not sock.sendall_called, reason("s1-read.sendall")
         key = crawler.loop.selector.get_map().get(sock.fileno())
         waiting = key is not None and (key.events, key.data) == (EVENT_WRITE, fetcher._on_writable)
         if waits:

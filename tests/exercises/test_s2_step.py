@@ -9,6 +9,7 @@ a fresh stage 2 EventLoop and drives it for a few seconds at most.
 from __future__ import annotations
 
 import contextlib
+import gc
 import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -19,8 +20,8 @@ from stage2_loop import (  # noqa: F401 (the fixture `loop`)
     cancel_one_that_catches_it,
     loop_fixture,
     raises,
-    run,
 )
+from stage2_loop import run as run_loop
 
 from shared.log import Record
 from shared.observe import Observer
@@ -31,6 +32,28 @@ from stage2_generators.loop import EventLoop
 from stage2_generators.tasks import Task, sleep
 
 T = TypeVar("T")
+
+
+def unwoken() -> str:
+    """Why a paused task was never stepped again, when no pending future will wake it: its
+    step (task 2) did not add the task's _wakeup to the future the coroutine yielded."""
+    pending = [o for o in gc.get_objects() if isinstance(o, Future) and not o.done()]
+    woken = {
+        id(getattr(callback, "__self__", None))
+        for future in pending
+        for callback in future._callbacks
+        if getattr(callback, "__name__", "") == "_wakeup"
+        and getattr(callback, "__self__", None) is not future  # a task cannot wake itself
+    }
+    stuck = [o for o in pending if isinstance(o, Task) and id(o) not in woken]
+    return reason("s2-step.no-future-wakes", count=len(stuck)) if stuck else ""
+
+
+def run(loop: EventLoop, work: Future[T] | Coroutine[T], limit: float | None = None) -> T:
+    """stage2_loop.run, which says, when the loop runs dry, that no future wakes the task."""
+    if limit is None:
+        return run_loop(loop, work, explain=unwoken)
+    return run_loop(loop, work, limit, explain=unwoken)
 
 
 def frame_names(exc: BaseException) -> list[str]:
