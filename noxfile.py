@@ -215,6 +215,12 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=False, requires=["class"], default=False)
+def browser(session: nox.Session) -> None:
+    """The exercises that run in a browser tab, as a static site: out/browser/ (npm, once)."""
+    run_class(session, "-m", "shared.tools.browser", "build", *session.posargs)
+
+
+@nox.session(python=False, requires=["class"], default=False)
 def exercise(session: nox.Session) -> None:
     """Exercises and labs: `nox -s exercise -- list | start | check | hint | solve | lab`."""
     try:

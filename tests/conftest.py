@@ -84,6 +84,7 @@ TESTS = Path(__file__).resolve().parent
 TOOL_MODULES = frozenset(
     {
         "test_bench.py",
+        "test_browser.py",
         "test_exercise_answers.py",
         "test_exercise_hints.py",
         "test_exercise_language.py",
