@@ -134,6 +134,9 @@ def build(into: Path = OUT, cache: Path = CACHE) -> Path:
         shutil.copyfile(page, into / page.name)
     listing = {
         "pyodide": PYODIDE,
+        "pyodide_files": sorted(
+            path.relative_to(into).as_posix() for path in (into / "pyodide").rglob("*")
+        ),
         "wheels": [f"wheels/{wheel.name}" for wheel in found],
         "archives": [
             {"url": "repo.zip", "to": "/repo"},

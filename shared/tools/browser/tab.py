@@ -112,9 +112,12 @@ def folder_of(name: str) -> Path:
 
 
 def put(name: str, files_json: str) -> Path:
-    """Write the student's files into the workspace; its folder."""
+    """Write the student's files into the workspace, made first if this Python has none
+    (the page started a fresh one, after a check that ran out of time); its folder."""
     folder = folder_of(name)
     exercise = named(name)
+    if not (folder / workspace.MARKER).is_file():
+        command("start", name, "--into", str(folder))
     allowed = set(edited_files(exercise))
     for path, text in json.loads(files_json).items():
         if path in allowed:  # nothing else of the workspace is the student's to replace
@@ -178,6 +181,8 @@ def check(name: str, files_json: str, lang: str) -> str:
         output = command("check", name, "--in", str(folder), "--lang", lang)
     finally:
         checking._run = run
+    # The folder a command may name is the exported zip's, unzipped: NAME/, not this tab's.
+    output = output.replace(f"--in {folder}", f"--in {name}")
     return json.dumps({"output": output, "tasks": tasks_in(output), "state": state_of(name)})
 
 
