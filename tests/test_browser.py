@@ -278,3 +278,26 @@ def test_checks_go_on_with_the_server_gone(site: Path) -> None:
         again = verdict_lines(tab_check(driver, "s2-future", files))
     assert lines and all("FAILED" not in line for line in lines), lines
     assert again == lines, f"after a reload without the server: {again}"
+
+
+def test_a_check_that_overflows_the_browser_s_stack_says_so_and_python_starts_again(
+    page: Any,
+) -> None:
+    """A browser gives Python a smaller stack than a terminal: freeing a chain of 20,000
+    objects that hold each other overflows it (a terminal's Python frees it unharmed), and
+    Pyodide stops.  The tab says so, with no verdict, and the next check runs on a fresh
+    Python."""
+    language(page, "en")
+    solved = versions("s2-future")["solved"]
+    path = "stage2_generators/futures.py"
+    first = "        if self.done():\n            raise InvalidStateError"  # _finish's start
+    chain = "        chain = None\n        for _ in range(20000):\n"
+    chain += "            chain = [chain].copy\n"
+    deep = solved[path].replace(first, chain + "        del chain\n" + first, 1)
+    assert deep != solved[path]
+    said = json.loads((ROOT / "shared/tools/browser/site/texts.json").read_text("utf-8"))
+    output = tab_check(page, "s2-future", {path: deep})
+    assert said["en"]["fatal_check"] in output, output
+    wait(page, "return document.body.dataset.ready === '1'", LOAD_S)
+    lines = verdict_lines(tab_check(page, "s2-future", solved))
+    assert lines and all("FAILED" not in line for line in lines), lines

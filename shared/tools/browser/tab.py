@@ -19,13 +19,37 @@ import contextlib
 import io
 import json
 import re
+import selectors
 import shutil
+import sys
+import time
 import zipfile
 from pathlib import Path
 
 from shared.tools.exercises import catalog, checking, cli, workspace
 from shared.tools.exercises.catalog import ROOT, Exercise
 from shared.tools.exercises.inprocess import pytest_in_process
+
+
+class WaitingSelector(selectors.PollSelector):
+    """The browser build's stand-in for selectors.DefaultSelector (it is set in its place
+    below, before any stage is imported).
+
+    In Pyodide, select() returns at once whatever its timeout, as no socket can be ready.
+    A loop that waits for its next timer with no socket registered would spin instead of
+    sleeping, and its test would run a hundred times slower.  This one waits the timeout
+    out, as select() does in a terminal; the stages' code stays as it is.
+    """
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        """As select(): with no socket registered, first sleep for the timeout."""
+        if not self.get_map() and timeout is not None and timeout > 0:
+            time.sleep(timeout)
+        return super().select(timeout)
+
+
+if sys.platform == "emscripten":  # Pyodide: in a terminal (tests/test_browser.py), as it is
+    selectors.DefaultSelector = WaitingSelector  # type: ignore[misc]
 
 WORKSPACES = Path("/workspaces")
 #: What a browser tab cannot do, by the module a test imports to do it: an exercise whose

@@ -109,6 +109,7 @@
 
   class TimeoutError extends Error {}
   class RestartError extends Error {}
+  class FatalError extends Error {}
 
   function startWorker() {
     generation += 1;
@@ -164,7 +165,10 @@
       pending.delete(message.id);
       clearTimeout(call.timer);
       if (message.ok) call.resolve(message.value);
-      else call.reject(new Error(message.error));
+      else if (message.fatal) {
+        call.reject(new FatalError(message.error));
+        restartWorker("fatal");
+      } else call.reject(new Error(message.error));
       return;
     }
     if ("progress" in message) {
@@ -603,6 +607,7 @@
     } catch (error) {
       if (error instanceof TimeoutError) showOutput(t("timeout_check", { seconds: CHECK_LIMIT_S }), "error");
       else if (error instanceof RestartError) showOutput(t("worker_restarted"), "error");
+      else if (error instanceof FatalError) showOutput(t("fatal_check") + "\n" + errorText(error), "error");
       else showOutput(t("call_failed") + "\n" + errorText(error), "error");
     } finally {
       clearInterval(ticker);

@@ -126,6 +126,10 @@ self.onmessage = async (event) => {
   try {
     answer(id, call, args);
   } catch (error) {
-    self.postMessage({ id, ok: false, error: String(error) });
+    // A fatal error leaves this Python unusable (most often a stack overflow: the browser
+    // gives WebAssembly a smaller stack than a terminal's Python has): the page starts a
+    // fresh one and says why.
+    const fatal = Boolean(error && error.pyodide_fatal_error);
+    self.postMessage({ id, ok: false, fatal, error: String(error) });
   }
 };
