@@ -21,7 +21,7 @@ from reasons import reason
 from stage1_harness import Harness, WatchedLoop, by_path, watch_crawls
 
 import stage1_callbacks
-from shared.crawling import Options
+from shared.crawling import CrawlResult, Options
 from shared.log import ERROR, Record
 from shared.testsite import Site
 from shared.testsite.raw import closed_port_url, links, page, raw_server
@@ -33,6 +33,18 @@ OPTIONS = Options(ignore_robots=True, timeout=1, max_tries=1)
 
 PAGES = {"/": links("/a", "/b", "/c"), "/a": links("/e"), "/b": links("/d")}
 CRAWL_LIMIT_S = 5.0  # far above what a right answer takes; a wrong one may wait forever
+
+
+def crawl_pages(
+    options: Options, stopped: str = "s1-stack-ripping.crawl-stopped"
+) -> tuple[CrawlResult, str]:
+    """Crawl PAGES (any other path a leaf) with stage 1; the result and the site's base URL.
+    A RuntimeError out of crawl() fails the test with the ``stopped`` sentence."""
+    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
+        try:
+            return stage1_callbacks.crawl([base], options), base
+        except RuntimeError as exc:
+            pytest.fail(reason(stopped, error=repr(exc)))
 
 
 @pytest.fixture(autouse=True)
@@ -82,11 +94,7 @@ def test_a_page_whose_parsing_raises_is_recorded_and_the_crawl_goes_on(
     found, and every other page is crawled.  With one fetch at a time, only the failed
     fetch's way out through finished() can start the next."""
     plant_parse_bug(monkeypatch, "/b")
-    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
-        try:
-            result = stage1_callbacks.crawl([base], replace(OPTIONS, max_tasks=max_tasks))
-        except RuntimeError as exc:
-            pytest.fail(reason("s1-stack-ripping.crawl-stopped", error=repr(exc)))
+    result, base = crawl_pages(replace(OPTIONS, max_tasks=max_tasks))
     records = by_path(result, base)
     assert set(records) == {"/", "/a", "/b", "/c", "/e"}, reason(
         "s1-stack-ripping.the-crawl-recorded-the-other", value1=sorted(records)
@@ -109,11 +117,9 @@ def test_a_callback_that_raises_with_its_socket_open_has_its_try_closed(
     """The Fetcher raised before it could close its socket: callback_failed closes it.
     On a retry too (its first try lost to a reset): a bug is recorded as one try."""
     plant_reader_bug(monkeypatch, "/b", on_try)
-    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
-        try:
-            result = stage1_callbacks.crawl([base], replace(OPTIONS, max_tries=on_try))
-        except RuntimeError as exc:
-            pytest.fail(reason("s1-stack-ripping.came-out", error=repr(exc)))
+    result, base = crawl_pages(
+        replace(OPTIONS, max_tries=on_try), stopped="s1-stack-ripping.came-out"
+    )
     assert len(result.fetches) == len(result.urls), reason(
         "s1-stack-ripping.a-url-was-recorded-twice"
     )
@@ -189,11 +195,7 @@ def test_a_robots_txt_whose_reading_raises_lets_its_pages_go_on(
     crawl through finished(), which also gives back the pages parked behind it, so they
     are fetched and recorded as if robots.txt had failed on the network."""
     plant_reader_bug(monkeypatch, "/robots.txt")
-    with raw_server(lambda path: PAGES.get(path, page("<p>leaf</p>"))) as base:
-        try:
-            result = stage1_callbacks.crawl([base], replace(OPTIONS, ignore_robots=False))
-        except RuntimeError as exc:
-            pytest.fail(reason("s1-stack-ripping.crawl-stopped", error=repr(exc)))
+    result, base = crawl_pages(replace(OPTIONS, ignore_robots=False))
     records = by_path(result, base)
     assert {"/", "/a", "/c", "/e"} <= set(records), reason(
         "s1-stack-ripping.parked-pages-lost", value1=sorted(records)

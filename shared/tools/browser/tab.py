@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import io
 import json
 import re
@@ -90,6 +91,7 @@ def imports_of(path: Path) -> set[str]:
     return found
 
 
+@functools.cache  # each check asks (named()): its test files are read once
 def why_not(exercise: Exercise, lang: str) -> str:
     """Why the exercise cannot run in a browser tab ("" when it can)."""
     files = [exercise.tests, *(p for p in exercise.support if p.endswith(".py"))]
