@@ -186,7 +186,9 @@
       for (const m of [1, 2, 5]) {
         const tick = m * power;
         if (xmode !== "time" && tick < 1) continue;  // steps are whole numbers
-        const needs = ctx.measureText(tickLabel(far, tick)).width + 2 * FONT;
+        // A label and a font's width of space: two of space left some spans with two
+        // labels alone (a 0.19 s crawl in #big's half screen: 0.05 s steps did not fit).
+        const needs = ctx.measureText(tickLabel(far, tick)).width + FONT;
         if ((tick / span) * room >= needs) return tick;
       }
     }
