@@ -20,37 +20,18 @@ import functools
 import io
 import json
 import re
-import selectors
 import shutil
 import sys
-import time
 import zipfile
 from pathlib import Path
 
+from shared.tools.browser import waiting
 from shared.tools.exercises import catalog, checking, cli, workspace
 from shared.tools.exercises.catalog import ROOT, Exercise
 from shared.tools.exercises.inprocess import pytest_in_process
 
-
-class WaitingSelector(selectors.PollSelector):
-    """The browser build's stand-in for selectors.DefaultSelector (it is set in its place
-    below, before any stage is imported).
-
-    In Pyodide, select() returns at once whatever its timeout, as no socket can be ready.
-    A loop that waits for its next timer with no socket registered would spin instead of
-    sleeping, and its test would run a hundred times slower.  This one waits the timeout
-    out, as select() does in a terminal; the stages' code stays as it is.
-    """
-
-    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        """As select(): with no socket registered, first sleep for the timeout."""
-        if not self.get_map() and timeout is not None and timeout > 0:
-            time.sleep(timeout)
-        return super().select(timeout)
-
-
 if sys.platform == "emscripten":  # Pyodide: in a terminal (tests/test_browser.py), as it is
-    selectors.DefaultSelector = WaitingSelector  # type: ignore[misc]
+    waiting.install()  # before any stage is imported
 
 WORKSPACES = Path("/workspaces")
 #: What a browser tab cannot do, by the module a test imports to do it: an exercise whose
@@ -68,6 +49,10 @@ CANNOT = {
         "en": "its tests start threads, which Python in a browser tab cannot",
         "zh-CN": "它的测试要启动线程，而浏览器标签页里的 Python 做不到",
     },
+    "signal": {
+        "en": "its tests send signals, which Python in a browser tab cannot",
+        "zh-CN": "它的测试要发送信号，而浏览器标签页里的 Python 做不到",
+    },
     "shared.testsite": {
         "en": "its tests serve the test site from a thread, over sockets",
         "zh-CN": "它的测试要在一个线程里通过 socket 提供测试网站",
@@ -80,24 +65,52 @@ CANNOT = {
 TASK_LINE = re.compile(r"^(?:task (\d+): (passed|FAILED)|任务 (\d+)：(通过|未通过))(?: - (.*))?$")
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every module a Python file imports, by its full dotted name."""
+#: What the tab has of those modules, stood in for by waiting.py where Pyodide lacks it: a
+#: test that uses only these (a socketpair() whose peer a timer writes to, say) runs here.
+#: `socket.socket` is the type, for annotations; one that connects still fails.
+STOOD_IN = {
+    "socket": {"socketpair", "socket"},
+    "threading": {"Timer", "get_ident"},
+    "signal": {"signal", "getsignal", "pthread_kill", "setitimer", "getitimer"}
+    | {"SIGUSR1", "SIGALRM", "ITIMER_REAL", "SIG_DFL", "SIG_IGN"},
+}
+
+
+def uses_of(path: Path) -> set[str]:
+    """Every module a Python file imports, by its full dotted name, and every name it
+    takes from a module the tab stands in for, as "socket.socketpair"."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in STOOD_IN
+        ):
+            found.add(f"{node.value.id}.{node.attr}")
     return found
+
+
+def lacking(module: str, used: set[str]) -> bool:
+    """Whether the code uses something of the module that a tab does not have."""
+    allowed = STOOD_IN.get(module)
+    if allowed is None:
+        return any(name == module or name.startswith(f"{module}.") for name in used)
+    prefix = f"{module}."
+    return any(name.startswith(prefix) and name[len(prefix) :] not in allowed for name in used)
 
 
 @functools.cache  # each check asks (named()): its test files are read once
 def why_not(exercise: Exercise, lang: str) -> str:
     """Why the exercise cannot run in a browser tab ("" when it can)."""
     files = [exercise.tests, *(p for p in exercise.support if p.endswith(".py"))]
-    imported = set().union(*(imports_of(ROOT / path) for path in files))
+    used = set().union(*(uses_of(ROOT / path) for path in files))
     for module, reason in CANNOT.items():
-        if any(name == module or name.startswith(f"{module}.") for name in imported):
+        if lacking(module, used):
             return reason[lang]
     return ""
 
