@@ -186,13 +186,18 @@ def trace(session: nox.Session) -> None:
     run_class(session, "-m", STAGES[name], *demo, *extra)
 
 
+def install_selenium(session: nox.Session) -> None:
+    """Add selenium (the test group's pin) to .nox/class: a teacher's tool drives Chromium."""
+    selenium = [s for s in nox.project.dependency_groups(PYPROJECT, "test") if "selenium" in s]
+    run_class(session, "-m", "pip", "install", "--quiet", *selenium)
+
+
 @nox.session(python=False, requires=["class"])
 def show(session: nox.Session) -> None:
     """Step through a crawl in a browser: `nox -s show -- stage2|all` writes out/show-STAGE.html."""
     if any(arg.startswith("--screenshot") for arg in session.posargs):
         # Headless Chromium takes the picture, driven by selenium: the teacher's, not the class's.
-        selenium = [s for s in nox.project.dependency_groups(PYPROJECT, "test") if "selenium" in s]
-        run_class(session, "-m", "pip", "install", "--quiet", *selenium)
+        install_selenium(session)
     run_class(session, "-m", "shared.tools.show", *(session.posargs or ["stage2"]))
 
 
@@ -211,6 +216,10 @@ def compare(session: nox.Session) -> None:
 @nox.session(python=False, requires=["class"], default=False)
 def bench(session: nox.Session) -> None:
     """The benchmark (about 4 minutes, quiet) to out/results.json: `-- --quick` for a smoke run."""
+    if "--markdown" not in session.posargs:
+        # S4 opens the browser site in headless Chromium, driven by selenium: the teacher's
+        # tool, as show's screenshots are.  Without it, S4 would say it was skipped.
+        install_selenium(session)
     run_class(session, "-m", "shared.tools.bench.bench", *session.posargs)
 
 

@@ -25,7 +25,17 @@ from shared import STAGES
 from shared.crawling import BaseCrawler, Options
 from shared.testsite import Site, serve
 from shared.testsite.oracle import assert_matches_oracle
-from shared.tools.bench import compare, independent, inside, measure, pagecost, server, threaded
+from shared.tools.bench import (
+    bench,
+    browsertab,
+    compare,
+    independent,
+    inside,
+    measure,
+    pagecost,
+    server,
+    threaded,
+)
 from shared.tools.bench.bench import (
     COMMITTED_JSON,
     DEFAULT_JSON,
@@ -622,6 +632,88 @@ def test_markdown_renders_a_results_document() -> None:
     assert "The run took 7 minutes." in markdown({**doc, "seconds": 430.0})
     assert "The run took 52 seconds." in markdown({**doc, "seconds": 52.4})
     assert "skipped: file-descriptor limit 1024" in text
+
+
+def browser_tab_part() -> dict[str, Any]:
+    """An S4 of two runs, as browsertab.measure() writes it."""
+
+    def figure(*values: float) -> dict[str, Any]:
+        return {
+            "values": list(values),
+            "median": sum(values) / 2,
+            "min": min(values),
+            "max": max(values),
+        }
+
+    return {
+        "runs": 2,
+        "browser": {"name": "Chromium", "version": "156.0", "headless": True},
+        "window": [1280, 720],
+        "exercise": "s2-future",
+        "site": {"files": 28, "bytes": 15_481_195},
+        "first_files": figure(30, 30),
+        "first_bytes": figure(15_484_431, 15_484_431),
+        "ready_cold_s": figure(2.8, 3.4),
+        "ready_warm_s": figure(2.5, 2.7),
+        "reload_bytes": figure(0, 0),
+        "check_cold_s": figure(0.55, 0.65),
+        "check_warm_s": figure(0.3, 0.32),
+    }
+
+
+def test_markdown_renders_s4_after_the_table_and_a_skipped_s4_says_why() -> None:
+    """S4 is a paragraph of its own after the crawlers' table, or the only one in a file
+    that --browser made; a file without S4 renders as it did (test_readme holds that)."""
+    doc = json.loads(COMMITTED_JSON.read_text(encoding="utf-8"))
+    part = browser_tab_part()
+    alone = markdown({"S4": part})
+    assert markdown({**doc, "S4": part}) == markdown(doc) + "\n" + alone
+    assert alone.startswith("S4, the browser tab (Chromium 156.0, headless, 1280x720")
+    assert "2 run(s)" in alone and "measured on" not in alone  # the document's machine
+    for said in (
+        "the site is 15.5 MB in 28 files",
+        "a first visit fetched 15.5 MB from the server in 30 responses",
+        "ready to check 3.1 s (2.8-3.4) after the page was asked for",
+        "on a reload, with the site kept by the browser and 0 kB fetched, 2.6 s (2.5-2.7).",
+        "A check of s2-future's fresh files took 0.60 s (0.55-0.65) the first time",
+        "and 0.31 s (0.30-0.32) the next.",
+    ):
+        assert said in alone, said
+    machine = {"cpu": "CPU", "cores": 2, "system": "Linux", "date": "today"}
+    assert "measured on CPU, 2 cores, Linux, today" in markdown(
+        {"S4": {**part, "machine": machine}}
+    )
+    skipped = markdown({**doc, "S4": {"skipped": "no chromium or chromedriver on PATH"}})
+    assert skipped.endswith(
+        "\nS4, the browser tab: skipped: no chromium or chromedriver on PATH.\n"
+    )
+
+
+def test_browser_measures_s4_alone_and_keeps_the_files_other_figures(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--browser adds S4, with its own machine, to the results it finds; a skipped S4
+    leaves the file as it was, so committed figures are never replaced by a reason."""
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"S0": "kept", "S4": "older"}), encoding="utf-8")
+    asked = []
+
+    def measured(runs: int, **_: Any) -> dict[str, Any]:
+        asked.append(runs)
+        return browser_tab_part()
+
+    monkeypatch.setattr(browsertab, "measure", measured)
+    assert bench.main(["--browser", "--quick", "--json", str(results)]) == 0
+    doc = json.loads(results.read_text(encoding="utf-8"))
+    assert asked == [1] and doc["S0"] == "kept"  # --quick: one run
+    assert doc["S4"]["first_files"] == browser_tab_part()["first_files"]
+    assert "date" in doc["S4"]["machine"]
+    assert capsys.readouterr().out.startswith("S4, the browser tab (")
+    monkeypatch.setattr(browsertab, "measure", lambda runs, **_: {"skipped": "no chromium"})
+    before = results.read_text(encoding="utf-8")
+    assert bench.main(["--browser", "--json", str(results)]) == 1
+    assert results.read_text(encoding="utf-8") == before
+    assert "S4: skipped, no chromium" in capsys.readouterr().err
 
 
 # --- pagecost: the shared per-page path, measured offline ---------------------------------

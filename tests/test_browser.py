@@ -12,27 +12,24 @@ or more.
 from __future__ import annotations
 
 import base64
-import contextlib
-import functools
-import http.server
 import io
 import json
 import re
-import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from shared.tools.browser import build, tab
+from shared.tools.bench import browsertab
+from shared.tools.browser import build, drive, tab
+from shared.tools.browser.drive import wait
 from shared.tools.exercises import answers, catalog, checking
 from shared.tools.exercises.bodies import put_bodies
 from shared.tools.exercises.cli import main
 from shared.tools.exercises.inprocess import pytest_in_process
-from shared.tools.show import browser
 from tests.test_show import need_browser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,19 +38,11 @@ RUNNABLE = [e.name for e in catalog.all_exercises() if not tab.why_not(e, "en")]
 VERDICT = re.compile(
     r"^(task \d+: .*|任务 \d+：.*|[\w-]+: \d+ of \d+ tasks passed.*|[\w-]+：\d+ 个任务.*)$"
 )
-LOAD_S = 90  # Pyodide's first start on a busy machine, under the 120 s limit of a test
 
 
 def verdict_lines(output: str) -> list[str]:
     """The lines of a check's output that judge: each task's, and the total."""
     return [line for line in output.splitlines() if VERDICT.match(line)]
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    """A static file server that writes no line per request."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -63,75 +52,24 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build.build(tmp_path_factory.mktemp("site") / "browser")
 
 
-@contextlib.contextmanager
-def opened(folder: Path) -> Iterator[tuple[Any, Callable[[], None]]]:
-    """The site served and open in a headless Chromium at 1280x720, its Python ready; and
-    what stops the server."""
-    handler = functools.partial(QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    running = [True]
-
-    def stop() -> None:
-        if running and running.pop():
-            server.shutdown()
-            server.server_close()
-
-    try:
-        with browser.headless_chromium(*browser.PROJECTOR) as driver:
-            driver.get(f"http://127.0.0.1:{server.server_address[1]}/#")
-            wait(driver, "return document.body.dataset.ready === '1'", LOAD_S)
-            yield driver, stop
-    finally:
-        stop()
-
-
 @pytest.fixture(scope="module")
 def page(site: Path) -> Iterator[Any]:
     """The site open in a headless Chromium at 1280x720, its Python ready."""
-    with opened(site) as (driver, _):
+    with drive.opened(site) as (driver, _):
         yield driver
-
-
-def wait(driver: Any, script: str, seconds: float = 60) -> Any:
-    """Wait until the script returns something true; that value."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if value := driver.execute_script(script):
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"after {seconds} s the page still fails: {script}")
 
 
 def language(driver: Any, lang: str) -> None:
     """Choose the page's language as its toggle would be left."""
     driver.execute_script("localStorage.setItem('crawler500.lang', arguments[0])", lang)
     if driver.execute_script("return document.documentElement.lang") != lang:
-        driver.refresh()
-        wait(driver, "return document.body.dataset.ready === '1'", LOAD_S)
-
-
-def show(driver: Any, name: str) -> None:
-    """Open an exercise's view and wait for its editors."""
-    driver.execute_script("location.hash = '#'; location.hash = '#' + arguments[0]", name)
-    wait(driver, f"return document.querySelector('textarea[data-path]') && '{name}'")
+        drive.reload(driver)
 
 
 def tab_check(driver: Any, name: str, files: dict[str, str]) -> str:
     """Put the files in the tab's editors, press Check, and return what #output shows."""
-    show(driver, name)
-    driver.execute_script(
-        """for (const [path, text] of Object.entries(arguments[0])) {
-             const area = document.querySelector(`textarea[data-path="${path}"]`);
-             area.value = text;
-             area.dispatchEvent(new Event('input', {bubbles: true}));
-           }""",
-        files,
-    )
-    driver.execute_script("document.getElementById('output').dataset.state = ''")
-    driver.find_element("id", "check").click()
-    wait(driver, "return document.getElementById('output').dataset.state === 'done'", 120)
-    return str(driver.execute_script("return document.getElementById('output').textContent"))
+    drive.show(driver, name)
+    return drive.check(driver, files).output
 
 
 def cli_check(
@@ -224,9 +162,8 @@ def test_the_tab_s_zip_passes_check_and_work_survives_a_reload(
     lines = verdict_lines(run_check("s2-future", folder, "en", monkeypatch))
     assert lines and all("FAILED" not in line for line in lines), lines
     # The files stay in the browser: after a reload the editor holds them still.
-    page.refresh()
-    wait(page, "return document.body.dataset.ready === '1'", LOAD_S)
-    show(page, "s2-future")
+    drive.reload(page)
+    drive.show(page, "s2-future")
     editor = page.find_element("css selector", 'textarea[data-path="stage2_generators/futures.py"]')
     kept = editor.get_property("value")
     assert kept == solved["stage2_generators/futures.py"], "the work was not kept across a reload"
@@ -266,15 +203,14 @@ def test_every_text_reads_at_18_px_or_more_on_a_projector(page: Any, view: str) 
 def test_checks_go_on_with_the_server_gone(site: Path) -> None:
     """After the first load everything is in the tab: the class network may drop, and the
     next visit finds the site in the browser (where it is secure: localhost here)."""
-    with opened(site) as (driver, stop):
-        show(driver, "s2-future")
+    with drive.opened(site) as (driver, server):
+        drive.show(driver, "s2-future")
         wait(driver, "return navigator.serviceWorker.controller !== null")  # the site is kept
-        stop()
+        server.stop()
         files = versions("s2-future")["solved"]
         lines = verdict_lines(tab_check(driver, "s2-future", files))
         # And the next visit, the server still gone (sw.js serves the site).
-        driver.refresh()
-        wait(driver, "return document.body.dataset.ready === '1'", LOAD_S)
+        drive.reload(driver)
         again = verdict_lines(tab_check(driver, "s2-future", files))
     assert lines and all("FAILED" not in line for line in lines), lines
     assert again == lines, f"after a reload without the server: {again}"
@@ -298,6 +234,24 @@ def test_a_check_that_overflows_the_browser_s_stack_says_so_and_python_starts_ag
     said = json.loads((ROOT / "shared/tools/browser/site/texts.json").read_text("utf-8"))
     output = tab_check(page, "s2-future", {path: deep})
     assert said["en"]["fatal_check"] in output, output
-    wait(page, "return document.body.dataset.ready === '1'", LOAD_S)
+    wait(page, drive.READY, drive.LOAD_S)
     lines = verdict_lines(tab_check(page, "s2-future", solved))
     assert lines and all("FAILED" not in line for line in lines), lines
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)  # a new Chromium, a first visit and a reload, two checks
+def test_the_benchmark_measures_the_tab_s_size_load_and_check(site: Path) -> None:
+    """S4 of the benchmark, one run on the built site: figures that can be true."""
+    part = browsertab.measure(1, site)
+    assert "skipped" not in part, part["skipped"]
+    size = part["site"]["bytes"]
+    assert size > 1e6 and part["site"]["files"] > 10
+    # Each file once, but the page (as / and as index.html) and site.json, which sw.js
+    # asks for again: more would be a first visit fetching the site twice.
+    again = (site / "index.html").stat().st_size + (site / "site.json").stat().st_size
+    assert 0 < part["first_bytes"]["median"] <= size + again
+    assert part["reload_bytes"]["median"] < 1e6, "a reload fetched Pyodide again"
+    for name in ("ready_cold_s", "ready_warm_s", "check_cold_s", "check_warm_s"):
+        assert part[name]["median"] > 0, name
+    assert part["check_warm_s"]["median"] < 90  # the page's own limit of a check

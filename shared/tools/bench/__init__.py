@@ -3,6 +3,7 @@
 * ``threaded.py``  the baseline: a pool of threads on blocking sockets, one lock.
 * ``compare.py``   ``nox -s compare``: one site, four crawlers, one table and one picture.
 * ``bench.py``     ``nox -s bench``: repeated scenarios, results.json and its markdown table.
+* ``browsertab.py`` S4: the browser tab's size, first load and check, in headless Chromium.
 * ``server.py``    the test site in a process of its own, pinned to a core.
 * ``load.py``      a bare load client: how many requests a second the site can serve.
 * ``pagecost.py``  the CPU one page costs in the code every stage shares, without a network.

@@ -1,6 +1,6 @@
 """The benchmark: the figures behind the chapter's argument, measured on this machine.
 
-``python -m shared.tools.bench.bench`` (``nox -s bench``) runs four scenarios, each crawler in
+``python -m shared.tools.bench.bench`` (``nox -s bench``) runs five scenarios, each crawler in
 turn within every run, and repeats them (--runs, 5 by default) to give medians and
 ranges.  The site runs in its own process on one core, the crawler on another.
 
@@ -22,6 +22,11 @@ ranges.  The site runs in its own process on one core, the crawler on another.
   per thread, 3k per coroutine".  The records of the finished fetches are in both
   crawls, so they cancel out.  The same at 10,000, where the file-descriptor limit
   allows, checks that nothing is lost.
+* S4, the browser tab: what the exercises' site (shared/tools/browser/) costs a class, in
+  a new headless Chromium each run: its size and the bytes a first visit fetches, the
+  seconds until its Python can check (first visit, then a reload), and a check's seconds
+  (the first, then the next).  ``--browser`` measures it alone and adds it to the results
+  file, the other scenarios kept (shared/tools/bench/browsertab.py).
 
 The figures go with a description of the machine to out/results.json (--quick:
 out/results-quick.json), which git ignores, or to --json PATH.  The README's figures are
@@ -153,10 +158,12 @@ class Bench:
         *,
         pin_cores: bool = True,
         quick: bool = False,
+        lang: str = "en",
     ) -> None:
         """Prepare a benchmark; nothing runs until :meth:`run`."""
         self.plan = plan
         self.quick = quick
+        self.say = functools.partial(BOOK.say, lang=lang)
         self.crawlers = list(crawlers)
         self.site_core, self.crawler_core = core_pair(pin_cores)
         self.robots = ignore_robots_flag()
@@ -206,6 +213,7 @@ class Bench:
         doc["S1"] = self.throughput()
         doc["S2"] = self.latency_bound()
         doc["S3"] = self.many_connections()
+        doc["S4"] = self.browser_tab()
         doc["seconds"] = round(time.monotonic() - started, 1)
         return doc
 
@@ -372,6 +380,32 @@ class Bench:
             entry["summary"] = summary(entry["kib_per_fetch"])
         return {"fetches": len(expected), "results": results}
 
+    # ----------------------------------------------------------------------- S4
+
+    def browser_tab(self) -> dict[str, Any]:
+        """S4: the browser site's size, its first load and a reload, a check cold and warm."""
+        # Imported here: browsertab imports summary() from this module.
+        from shared.tools.bench import browsertab
+
+        say, runs = self.say, self.plan.runs
+        self.log(say("S4 the browser tab: {} run(s), each in a new headless Chromium").format(runs))
+
+        def progress(number: int, run: browsertab.TabRun) -> None:
+            line = say(
+                "  run {}: Python ready after {:.1f} s, {:.1f} s on a reload; "
+                "a check {:.2f} s, the next {:.2f} s"
+            )
+            self.log(
+                line.format(
+                    number, run.ready_cold_s, run.ready_warm_s, run.check_cold_s, run.check_warm_s
+                )
+            )
+
+        part = browsertab.measure(runs, progress=progress)
+        if "skipped" in part:
+            self.log(say("S4: skipped, {}").format(part["skipped"]))
+        return part
+
 
 # --------------------------------------------------------------------------- the tables
 
@@ -425,7 +459,17 @@ def duration(seconds: float) -> str:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """Render a results document as the README's markdown: the machine, the table, targets."""
+    """Render a results document as the README's markdown: the machine, the table, targets;
+    then S4, the browser tab, where the document has it (a file --browser made may hold S4
+    alone)."""
+    parts = [crawlers_markdown(doc)] if "S0" in doc else []
+    if "S4" in doc:
+        parts.append(tab_markdown(doc["S4"]))
+    return "\n".join(parts)
+
+
+def crawlers_markdown(doc: dict[str, Any]) -> str:
+    """The machine, the crawlers' table (S0 to S3) and their targets."""
     m, names = doc["machine"], doc["crawlers"]
     runs = doc["plan"]["runs"]
     s0, s1, s2, s3 = doc["S0"], doc["S1"], doc["S2"], doc["S3"]
@@ -524,8 +568,41 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def amount(stats: dict[str, Any]) -> str:
+    """A number of bytes' "median (min-max)", in MB (10^6 bytes), or in kB below one MB."""
+    unit, scale = ("MB", 1e6) if stats["median"] >= 1e6 else ("kB", 1e3)
+    scaled = {key: stats[key] / scale for key in ("median", "min", "max")}
+    return cell(scaled, ".1f" if unit == "MB" else ".0f", f" {unit}")
+
+
+def tab_markdown(part: dict[str, Any]) -> str:
+    """S4's paragraph: the browser tab is not a crawler, so it is not a column of the table."""
+    if "skipped" in part:
+        return f"S4, the browser tab: skipped: {part['skipped']}.\n"
+    width, height = part["window"]
+    setting = [
+        f"Chromium {part['browser']['version']}, headless, {width}x{height}, the site served "
+        "from 127.0.0.1, so that no network's time is in it",
+        f"{part['runs']} run(s), each in a new browser with nothing cached, median (min-max)",
+    ]
+    if "machine" in part:  # measured on its own, with --browser: its machine and day
+        m = part["machine"]
+        setting.append(f"measured on {m['cpu']}, {m['cores']} cores, {m['system']}, {m['date']}")
+    files, size = part["site"]["files"], part["site"]["bytes"] / 1e6
+    return (
+        f"S4, the browser tab ({'; '.join(setting)}): the site is {size:.1f} MB in {files} "
+        f"files, and a first visit fetched {amount(part['first_bytes'])} from the server in "
+        f"{cell(part['first_files'], '.0f')} responses.  Python was ready to check "
+        f"{cell(part['ready_cold_s'], '.1f', ' s')} after the page was asked for; on a "
+        f"reload, with the site kept by the browser and {amount(part['reload_bytes'])} "
+        f"fetched, {cell(part['ready_warm_s'], '.1f', ' s')}.  A check of {part['exercise']}'s "
+        f"fresh files took {cell(part['check_cold_s'], '.2f', ' s')} the first time (pytest "
+        f"imported) and {cell(part['check_warm_s'], '.2f', ' s')} the next.\n"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark, or with --markdown print the table of a results file."""
+    """Run the benchmark; with --browser, S4 alone; with --markdown, print a results file."""
     argv = sys.argv[1:] if argv is None else list(argv)
     lang = chosen_language(argv)  # read first, so that --help speaks it too
     say = functools.partial(BOOK.say, lang=lang)
@@ -553,12 +630,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--markdown", action="store_true", help=say("print the results as markdown")
     )
     parser.add_argument("--no-pin", action="store_true", help=say("do not pin to separate cores"))
+    parser.add_argument(
+        "--browser",
+        action="store_true",
+        help=say(
+            "measure S4, the browser tab, alone, and add it to the results file (--json), "
+            "keeping the other scenarios there"
+        ),
+    )
     args = parser.parse_args(argv)
     if args.markdown:
         path = args.json or COMMITTED_JSON
         print(markdown(json.loads(path.read_text(encoding="utf-8"))), end="")
         return 0
-    posix_only("python -m shared.tools.bench.bench")
     # Only a run told so replaces the figures the README's table is made from.
     args.json = args.json or (QUICK_JSON if args.quick else DEFAULT_JSON)
     plan = QUICK if args.quick else Plan()
@@ -566,13 +650,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.runs < 1:
             parser.error(say("--runs must be >= 1"))
         plan = replace(plan, runs=args.runs)
-    doc = Bench(plan, pin_cores=not args.no_pin, quick=args.quick).run()
+    if args.browser:
+        return add_browser_tab(Bench(plan, pin_cores=False, quick=args.quick, lang=lang), args.json)
+    posix_only("python -m shared.tools.bench.bench")
+    doc = Bench(plan, pin_cores=not args.no_pin, quick=args.quick, lang=lang).run()
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print(markdown(doc), end="")
     # The robots.txt check, offline: its cost per URL on a small file and a 500 KiB one.
     print("\n" + pagecost.robots_table(pagecost.robots_cost()))
     print(say("\n{:.0f} s; results in {}").format(doc["seconds"], args.json), file=sys.stderr)
+    return 0
+
+
+def add_browser_tab(bench: Bench, path: Path) -> int:
+    """Measure S4 alone and put it in the results file at ``path``, its other parts kept.
+
+    S4 notes its own machine and day, as the rest of the file may be older.  A skipped S4
+    changes nothing in the file: the figures it holds are not replaced by a reason.
+    """
+    started = time.monotonic()
+    part = bench.browser_tab()
+    if "skipped" in part:
+        return 1
+    part["machine"] = machine()
+    part["seconds"] = round(time.monotonic() - started, 1)
+    doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    doc["S4"] = part
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    print(tab_markdown(part), end="")
+    print(bench.say("\n{:.0f} s; S4 added to {}").format(part["seconds"], path), file=sys.stderr)
     return 0
 
 
