@@ -119,6 +119,9 @@ def workspaces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.slow
+# s2-timeout's wrong answer leaves three tests to wait out their 20 s limit, in the tab and
+# on the command line: the limit is part of what must read the same.
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("lang", ["en", "zh-CN"])
 @pytest.mark.parametrize("name", RUNNABLE)
 def test_the_tab_judges_as_the_command_line_does(

@@ -121,7 +121,8 @@ def edited_files(exercise: Exercise) -> list[str]:
 
 
 def exercises(lang: str) -> str:
-    """Every exercise, as JSON: name, stage, summary, whether it runs here and why not."""
+    """Every exercise, as JSON: name, stage, summary, whether it runs here and why not, its
+    files, and how many seconds its check may take."""
     return json.dumps(
         [
             {
@@ -131,6 +132,8 @@ def exercises(lang: str) -> str:
                 "runnable": not why_not(exercise, lang),
                 "why_not": why_not(exercise, lang),
                 "files": edited_files(exercise),
+                # The whole check's limit in a terminal: the tab stops a check no sooner.
+                "limit": checking.default_total_limit(checking.DEFAULT_TIME_LIMIT),
             }
             for exercise in catalog.all_exercises()
         ]

@@ -1,11 +1,12 @@
 """Waiting in a browser tab: one thread, no socketpair(), no timer signal.
 
 Python in a tab (Pyodide) runs in the one thread of a Web Worker.  There, select() never
-waits, no thread starts, socketpair() cannot be made, and no interval timer interrupts a
-test that waits too long.  The exercises' tests use each of these to drive a loop: a byte
-sent on one end of a socketpair() makes the other end readable; a helper thread sends it
-a moment later, or wakes with a signal a select() that waits for nothing; and SIGALRM
-stops a test past its time limit (tests/exercises/conftest.py).
+waits, no thread starts, socketpair() cannot be made, no interval timer interrupts a
+test that waits too long, and the monotonic clock starts when the page opens.  The
+exercises' tests use the first four to drive a loop: a byte sent on one end of a
+socketpair() makes the other end readable; a helper thread sends it a moment later, or
+wakes with a signal a select() that waits for nothing; and SIGALRM stops a test past its
+time limit (tests/exercises/conftest.py).
 
 The stand-ins below give those tests what they ask for in that one thread.  A loop waits
 in select(), so that is where time passes: the stand-in selector sleeps until the first
@@ -37,6 +38,12 @@ _due: list[tuple[float, int, Timer]] = []
 _order = itertools.count()
 #: When SIGALRM is due (setitimer), if it is set.
 _alarm: list[float] = []
+#: How far back the tab's monotonic clock starts.  A terminal's counts from the machine's
+#: start, hours or days ago; a tab's from the page's, seconds ago.  A wrong answer that
+#: hands select() a reading of the clock instead of a wait would sleep seconds in the tab
+#: and for ever in a terminal: a day back, it sleeps as long in both.
+CLOCK_START = 86400.0
+_real_monotonic = time.monotonic
 
 
 class WaitsForever(BaseException):
@@ -263,6 +270,11 @@ class WaitingSelector(selectors.PollSelector):
         return found
 
 
+def monotonic() -> float:
+    """time.monotonic()'s stand-in: the same clock, started a day earlier (CLOCK_START)."""
+    return _real_monotonic() + CLOCK_START
+
+
 def install() -> None:
     """Put the stand-ins in the modules' places (in a tab only: a terminal has the real ones).
 
@@ -274,3 +286,4 @@ def install() -> None:
     signal.pthread_kill = pthread_kill
     signal.setitimer = setitimer
     signal.getitimer = getitimer
+    time.monotonic = monotonic
