@@ -701,6 +701,7 @@ IN_CLASS = [
     README,
     *(ROOT / package / "README.md" for package in STAGE_PACKAGES),
     SHOW,
+    ROOT / "shared" / "tools" / "browser" / "README.md",
     ROOT / "stage2_generators" / "ROUNDTRIP.md",
     EXERCISES / "README.md",
     LABS / "README.md",
