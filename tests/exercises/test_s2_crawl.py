@@ -119,7 +119,11 @@ class StandIn(Crawler):
                         self.q.put_nowait((url + "b", left - 1))
                 finally:
                     self.q.task_done()
-        finally:
+        except GeneratorExit:
+            # Closed, not cancelled: a crawl that left this worker pending ended, and its
+            # loop with it, so there are no turns left to take (nor a worker to count).
+            raise
+        except BaseException:
             # A clean-up that takes a while, as closing a connection may: some loop turns,
             # more for the workers between the first and the last, so that crawl() returns
             # after all of them only if it waits for each one.
@@ -127,6 +131,7 @@ class StandIn(Crawler):
             for _ in range(turns):
                 yield from sleep(0)
             self.stopped += 1
+            raise
 
 
 # --- Task 1: Crawler.crawl ----------------------------------------------------------------------
