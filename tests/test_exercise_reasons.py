@@ -15,6 +15,7 @@ from types import ModuleType
 
 import pytest
 import stage2_loop
+import test_s2_crawl
 from stage2_loop import loop_fixture  # noqa: F401 (the fixture `loop`)
 
 from shared.tools.exercises import answers, catalog
@@ -22,7 +23,7 @@ from shared.tools.exercises.checking import TaskResult, shorter_reprs
 from shared.tools.exercises.messages import again
 from shared.tools.exercises.reports import wrapped
 from shared.tools.language import display_width
-from stage2_generators.futures import Future
+from stage2_generators.futures import Coroutine, Future
 from stage2_generators.loop import EventLoop
 from stage2_generators.tasks import Task
 
@@ -146,3 +147,17 @@ def test_a_reason_names_a_task_by_its_class_not_its_address(loop: EventLoop) -> 
     assert " object at " not in said and "0x" not in said, said
     assert "RuntimeError: Task was woken twice" in said, said
     assert squeezed(shorter_reprs(reason)) in squeezed(said), f"the reason was cut: {said}"
+
+
+def test_a_crawl_cancelled_from_within_is_said_in_words_in_every_task(loop: EventLoop) -> None:
+    """CancelledError is no Exception: s2-crawl's task-2 tests, which run the student's
+    crawl(), say what it means (as s3-workers' do), not the bare name of its type."""
+
+    class LetsItOut(test_s2_crawl.Watched):
+        def crawl(self) -> Coroutine[None]:
+            worker = Task(waits(Future()))
+            worker.cancel()
+            yield from worker  # no suppress: the worker's CancelledError leaves crawl()
+
+    reason = reason_of(lambda: test_s2_crawl.crawl(loop, LetsItOut(["http://one.invalid/"])))
+    assert "crawl() ended cancelled, though nobody cancelled it" in reason, reason

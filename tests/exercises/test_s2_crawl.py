@@ -67,6 +67,9 @@ def crawl(loop: EventLoop, crawler: Watched) -> CrawlResult:
     except Exception as error:  # crawl() waits for each worker: one that failed raises here
         why = crawler.news() or reason("s2-crawl.crawl-raised", error=error_text(error))
         pytest.fail(why)
+    except CancelledError:  # nobody cancels this crawl: the CancelledError came from within
+        why = crawler.news() or reason("s2-crawl.cancelled-from-within")
+        pytest.fail(why)
     return crawler.result()
 
 
