@@ -80,6 +80,8 @@ def error_text(error: BaseException) -> str:
 
 SHARED = ("q", "robots_tasks", "host_slots")  # what crawl() prepares for the workers
 NEVER_ENDED = reason("s2-crawl.never-returned")
+#: Far more than a crawl of the stand-in's few short items takes, even on a busy machine.
+AFTER_THE_WORK_S = 0.5
 
 
 def crawl_stand_in(loop: EventLoop, crawler: Crawler) -> None:
@@ -144,7 +146,9 @@ class StandIn(Crawler):
 def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done(loop: EventLoop) -> None:
     """Every item put, the roots and all they lead to, is finished before crawl() returns."""
     roots = ["http://one.invalid/", "http://two.invalid/"]
-    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3))
+    # 30 items of 0.08 s on 3 workers: 0.8 s of work, longer than a crawl that waits a time
+    # of its own (a sleep for join) would guess; the next test catches a longer guess
+    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3), item_time=0.08)
     crawl_stand_in(loop, crawler)
     assert crawler.started == 3, reason(
         "s2-crawl.workers-started-not-max-tasks", value0=crawler.started
@@ -176,9 +180,14 @@ def test_crawl_prepares_what_the_workers_share(loop: EventLoop) -> None:
 def test_crawl_cancels_the_workers_and_waits_for_them(loop: EventLoop) -> None:
     """When join() returns, the idle workers are cancelled, and crawl() waits for each."""
     crawler = StandIn(["http://one.invalid/"], Options(max_tasks=4, max_redirect=2))
+    start = time.monotonic()
     crawl_stand_in(loop, crawler)
+    took = time.monotonic() - start  # the work: 7 items of 0.002 s on 4 workers
     assert len(crawler.finished) == 7, reason(
         "s2-crawl.urls-finished-not-7", value0=len(crawler.finished)
+    )
+    assert took < AFTER_THE_WORK_S, reason(
+        "s2-crawl.returned-long-after-the-work", took=f"{took:.2f}"
     )
     assert crawler.stopped == 4, reason(
         "s2-crawl.crawl-returned-with-of-4", value1=4 - crawler.stopped

@@ -106,6 +106,8 @@ async def crawl(crawler: Watched) -> CrawlResult:
 
 
 SHARED = ("q", "session", "robots_tasks")  # what crawl() prepares for the workers
+#: Far more than a crawl of the stand-in's few short items takes, even on a busy machine.
+AFTER_THE_WORK_S = 0.5
 
 
 class StandIn(Crawler):
@@ -180,7 +182,9 @@ def test_crawl_runs_max_tasks_workers_until_all_the_work_is_done() -> None:
     """Every item put, the roots and all they lead to, is finished before crawl() returns."""
     roots = ["http://one.invalid/", "http://two.invalid/"]
     # --max-per-host limits one host's fetches, not the number of workers
-    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3, max_per_host=1))
+    # 30 items of 0.08 s on 3 workers: 0.8 s of work, longer than a crawl that waits a time
+    # of its own (a sleep for join) would guess; the next test catches a longer guess
+    crawler = StandIn(roots, Options(max_tasks=3, max_redirect=3, max_per_host=1), 0.08)
     run(crawler.crawl())
     assert crawler.started == 3, reason(
         "s3-workers.workers-started-not-max-tasks", value0=crawler.started
@@ -221,9 +225,14 @@ def test_crawl_cancels_the_workers_and_waits_for_them() -> None:
         await crawler.crawl()
         return [t for t in asyncio.all_tasks() if t.get_coro().__name__ == "work"]
 
+    start = time.monotonic()
     left = run(main())
+    took = time.monotonic() - start  # the work: 7 items of 0.002 s on 4 workers
     assert len(crawler.finished) == 7, reason(
         "s3-workers.urls-finished-not-7", value0=len(crawler.finished)
+    )
+    assert took < AFTER_THE_WORK_S, reason(
+        "s3-workers.returned-long-after-the-work", took=f"{took:.2f}"
     )
     assert crawler.stopped == 4, reason(
         "s3-workers.crawl-returned-with-workers-running", value1=4 - crawler.stopped
