@@ -35,12 +35,13 @@
   // What an actor waits for, as the recorder says it ("fd 7 readable", "the queue: get"),
   // in the reader's language: the English table's "wait." texts, read as patterns, find the
   // key and the names (fd, callback, ...) that stay as they are.  In English, the label.
-  const PATTERNS = Object.keys(TEXTS.en).filter((key) => key.startsWith("wait.")).map((key) => {
+  const patterns = (prefix, whole) => Object.keys(TEXTS.en).filter((key) => key.startsWith(prefix)).map((key) => {
     const names = [];
     const source = TEXTS.en[key].replace(/[.*+?^$()|[\]\\]/g, "\\$&")
-      .replace(/\{(\w+)\}/g, (whole, name) => { names.push(name); return "(.+?)"; });
-    return { key, names, re: new RegExp("^" + source + "$") };
+      .replace(/\{(\w+)\}/g, (all, name) => { names.push(name); return "(.+?)"; });
+    return { key, names, re: new RegExp(whole ? "^" + source + "$" : source, whole ? "" : "g") };
   });
+  const PATTERNS = patterns("wait.", true);
   const said = new Map();  // lang + label -> its text
   function waitText(label) {
     if (label === null || lang === "en") return label;
@@ -635,8 +636,13 @@
 
   // Where every task waits: the tree as the crawl prints it on SIGUSR1 (shared/tools/instruments/tasktree.py),
   // recorded as the step began: one tree from the main task down, each task once.
+  // Its lines are the crawl's; the phrases tasktree.py writes in them ("[2 frames of aiohttp]",
+  // "(shown above, ...)") are the table's "tree." texts, read as patterns as waits are.
+  const TREE = patterns("tree.", false);
   function taskTree(c, i) {
-    return c.raw.trees[c.steps.tr[i]].map(c.s).join("\n");
+    const line = (text) => lang === "en" ? text : TREE.reduce((done, { key, names, re }) =>
+      done.replace(re, (...found) => t(key, Object.fromEntries(names.map((name, n) => [name, found[n + 1]])))), text);
+    return c.raw.trees[c.steps.tr[i]].map((s) => line(c.s(s))).join("\n");
   }
 
   function showPanel(c) {
