@@ -639,10 +639,15 @@
   // Its lines are the crawl's; the phrases tasktree.py writes in them ("[2 frames of aiohttp]",
   // "(shown above, ...)") are the table's "tree." texts, read as patterns as waits are.
   const TREE = patterns("tree.", false);
+  function treeLine(text) {
+    if (lang === "en") return text;
+    for (const { key, names, re } of TREE) {
+      text = text.replace(re, (...found) => t(key, Object.fromEntries(names.map((name, n) => [name, found[n + 1]]))));
+    }
+    return text;
+  }
   function taskTree(c, i) {
-    const line = (text) => lang === "en" ? text : TREE.reduce((done, { key, names, re }) =>
-      done.replace(re, (...found) => t(key, Object.fromEntries(names.map((name, n) => [name, found[n + 1]])))), text);
-    return c.raw.trees[c.steps.tr[i]].map((s) => line(c.s(s))).join("\n");
+    return c.raw.trees[c.steps.tr[i]].map((s) => treeLine(c.s(s))).join("\n");
   }
 
   function showPanel(c) {
