@@ -572,6 +572,11 @@ def test_the_tree_phrases_the_page_translates_are_those_tasktree_writes() -> Non
     lines = render(Node("crawl", 0, [], awaits=[folded, above]))
     assert lines[2].endswith(english["tree.folded"].format(n=2, where="aiohttp")), lines
     assert lines[3].endswith(english["tree.above"]), lines
+    # The pages quote the folded line in both languages, as the page says it.
+    chinese = texts()["zh-CN"]["tree.folded"].format(n=2, where="aiohttp")
+    for page in ("README.md", "README.zh-CN.md"):
+        said = (SHOW / page).read_text(encoding="utf-8")
+        assert f"`{lines[2][lines[2].index('[') :]}`" in said and f"`{chinese}`" in said, page
 
 
 @pytest.mark.parametrize("which", ["stage2", "all"])
